@@ -1,0 +1,102 @@
+"""What every world shares: a ledger, tool dispatch with idempotency keys, compensation specs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from benchmarks.clock import TOOL_LATENCY_S, VirtualClock
+from benchmarks.ledger import Ledger
+
+
+def resolve(path: str, args: dict[str, Any], result: Any) -> Any:
+    """Follow a path such as ``result.booking_id`` or ``args.passenger``."""
+    root, *parts = path.split(".")
+    value: Any = result if root == "result" else args
+    for part in parts:
+        value = value[part]
+    return value
+
+
+@dataclass(frozen=True)
+class CompSpec:
+    """How a forward tool is undone: the compensating tool and a path per parameter."""
+
+    tool: str
+    params: dict[str, str]
+
+    def build(self, args: dict[str, Any], result: Any) -> dict[str, Any]:
+        """The compensating call's arguments for a forward call ``args`` -> ``result``."""
+        return {name: resolve(path, args, result) for name, path in self.params.items()}
+
+
+class World:
+    """Base of all worlds. Subclasses define tools as methods and the class-level tables."""
+
+    name: ClassVar[str] = "world"
+    compensations: ClassVar[dict[str, CompSpec]] = {}
+    alternatives: ClassVar[dict[str, list[str]]] = {}
+    read_only: ClassVar[frozenset[str]] = frozenset()
+    irreversible: ClassVar[frozenset[str]] = frozenset()
+    #: result field holding the id of the effect a forward tool created
+    effect_field: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.ledger = Ledger()
+        self.idempotency_key: Callable[[], str | None] = lambda: None
+        self._replies: dict[tuple[str, str], Any] = {}
+        self._counter = 0
+
+    # -- tool table ---------------------------------------------------------------------------
+    def tool_names(self) -> list[str]:
+        """Every tool this world offers."""
+        names = set(self.compensations) | {c.tool for c in self.compensations.values()}
+        names |= set(self.read_only) | set(self.irreversible)
+        for alts in self.alternatives.values():
+            names |= set(alts)
+        return sorted(names)
+
+    def tools(self) -> dict[str, Callable[..., Any]]:
+        """Name -> bound method, before the fault layer."""
+        return {n: getattr(self, n) for n in self.tool_names()}
+
+    def effectful(self) -> set[str]:
+        """Tools that create an effect (forward tools, alternatives and irreversible ones)."""
+        return set(self.compensations) | set(self.irreversible)
+
+    def compensator_names(self) -> set[str]:
+        """Tools that undo an effect."""
+        return {c.tool for c in self.compensations.values()}
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+    def new_id(self, prefix: str) -> str:
+        """A fresh effect id such as ``FL-3``."""
+        self._counter += 1
+        return f"{prefix}-{self._counter}"
+
+    def once(self, tool: str, do: Callable[[], Any]) -> Any:
+        """Apply ``do`` unless the same idempotency key was already applied for ``tool``; then
+        return the stored reply (what a real API does with an Idempotency-Key header)."""
+        self.clock.advance(TOOL_LATENCY_S)
+        key = self.idempotency_key()
+        if key is None:
+            return do()
+        slot = (tool, key)
+        if slot not in self._replies:
+            self._replies[slot] = do()
+        return self._replies[slot]
+
+    def effect_id(self, tool: str, result: Any) -> str | None:
+        """The effect id a forward tool's result names, if any."""
+        fieldname = self.effect_field.get(tool)
+        if fieldname is None or not isinstance(result, dict):
+            return None
+        value = result.get(fieldname)
+        return str(value) if value is not None else None
+
+    # -- judged by invariants -----------------------------------------------------------------
+    def conservation_errors(self) -> list[str]:
+        """I5: resources and money add up. Subclasses extend."""
+        return []

@@ -1,0 +1,77 @@
+"""RAC (Robust Agent Compensation): a deterministic safety net under AI agents.
+
+RAC logs every tool call before and after it runs, retries transient failures, tries declared
+alternatives, and when a call fails for good compensates every completed side effect of the
+run, newest first, then tells the agent what happened so it can replan from a clean state.
+
+Start with :class:`rac.RAC`. Names are loaded on first use, so ``import rac`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "RAC": "rac.engine",
+    "CallOutcome": "rac.run", "Run": "rac.run", "Scope": "rac.run", "current_run": "rac.run",
+    "Classification": "rac.classify", "ErrorKind": "rac.classify",
+    "Clock": "rac.clock", "SystemClock": "rac.clock",
+    "Compensation": "rac.registry",
+    "CompensationMappingError": "rac.errors", "ConfigurationError": "rac.errors",
+    "ConflictError": "rac.errors", "NoCompensationError": "rac.errors",
+    "PermanentError": "rac.errors", "RACError": "rac.errors", "ResultError": "rac.errors",
+    "SequenceMismatchError": "rac.errors", "StoreError": "rac.errors",
+    "ToolCallFailed": "rac.errors", "TransientError": "rac.errors",
+    "hookimpl": "rac.hookspecs", "hookspec": "rac.hookspecs",
+    "Record": "rac.models", "RecordKind": "rac.models", "RecordStatus": "rac.models",
+    "RunInfo": "rac.models", "RunStatus": "rac.models",
+    "RecoveryReport": "rac.report",
+    "RetryPolicy": "rac.retry",
+    "MemoryStore": "rac.stores", "SQLiteStore": "rac.stores", "Store": "rac.stores",
+    "open_store": "rac.stores",
+    "Tool": "rac.tools",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from rac.classify import Classification, ErrorKind
+    from rac.clock import Clock, SystemClock
+    from rac.engine import RAC
+    from rac.errors import (
+        CompensationMappingError,
+        ConfigurationError,
+        ConflictError,
+        NoCompensationError,
+        PermanentError,
+        RACError,
+        ResultError,
+        SequenceMismatchError,
+        StoreError,
+        ToolCallFailed,
+        TransientError,
+    )
+    from rac.hookspecs import hookimpl, hookspec
+    from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+    from rac.registry import Compensation
+    from rac.report import RecoveryReport
+    from rac.retry import RetryPolicy
+    from rac.run import CallOutcome, Run, Scope, current_run
+    from rac.stores import MemoryStore, SQLiteStore, Store, open_store
+    from rac.tools import Tool
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rac' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

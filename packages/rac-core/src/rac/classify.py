@@ -1,0 +1,128 @@
+"""Deciding whether a failure is worth retrying, and whether a returned result is a failure.
+
+Only structured signals count: exception types, status codes, ``Retry-After``, and result fields
+(``error``, ``status``, ``success``/``ok``). Free text is never searched for words like
+"failed".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from rac.errors import PermanentError, ResultError, TransientError
+from rac.serialize import as_fields
+
+
+class ErrorKind(StrEnum):
+    """``transient`` failures are retried; ``permanent`` ones go straight to alternatives."""
+
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """The verdict on one failure: its kind and, if the error said so, when to retry."""
+
+    kind: ErrorKind
+    retry_after: float | None = None
+    reason: str = ""
+
+    @property
+    def transient(self) -> bool:
+        """True if the failure may go away by retrying."""
+        return self.kind is ErrorKind.TRANSIENT
+
+
+_TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError",
+                         "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
+_FAILED_STATUSES = {"error", "failed", "failure"}
+
+
+def _status_code(err: BaseException) -> int | None:
+    for obj in (err, getattr(err, "response", None)):
+        if obj is None:
+            continue
+        for attr in ("status_code", "status", "code", "http_status"):
+            val = getattr(obj, attr, None)
+            if isinstance(val, int) and 100 <= val <= 599:
+                return val
+    return None
+
+
+def _retry_after(err: BaseException) -> float | None:
+    val = getattr(err, "retry_after", None)
+    if isinstance(val, int | float):
+        return float(val)
+    for obj in (err, getattr(err, "response", None)):
+        headers = getattr(obj, "headers", None)
+        if headers is None:
+            continue
+        try:
+            raw = headers.get("retry-after") or headers.get("Retry-After")
+        except Exception:  # noqa: BLE001 - odd header containers
+            raw = None
+        if raw is not None:
+            try:
+                return max(float(raw), 0.0)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def classify_http_status(code: int) -> ErrorKind:
+    """429, 408 and 5xx are transient; other 4xx are permanent."""
+    if code in (408, 425, 429) or code >= 500:
+        return ErrorKind.TRANSIENT
+    return ErrorKind.PERMANENT
+
+
+def default_classify(error: BaseException) -> Classification:
+    """RAC's built-in classification of an exception."""
+    if isinstance(error, TransientError):
+        return Classification(ErrorKind.TRANSIENT, error.retry_after, "TransientError")
+    if isinstance(error, PermanentError):
+        return Classification(ErrorKind.PERMANENT, None, "PermanentError")
+    if isinstance(error, ResultError):
+        kind = ErrorKind.TRANSIENT if error.transient else ErrorKind.PERMANENT
+        return Classification(kind, error.retry_after, "error in result")
+    if isinstance(error, TimeoutError | ConnectionError):
+        return Classification(ErrorKind.TRANSIENT, None, type(error).__name__)
+    code = _status_code(error)
+    if code is not None:
+        return Classification(classify_http_status(code), _retry_after(error), f"HTTP {code}")
+    for cls in type(error).__mro__:
+        if any(part in cls.__name__ for part in _TRANSIENT_NAME_PARTS):
+            return Classification(ErrorKind.TRANSIENT, _retry_after(error), cls.__name__)
+    return Classification(ErrorKind.PERMANENT, None, type(error).__name__)
+
+
+def default_detect_result_error(result: Any) -> ResultError | None:
+    """A :class:`ResultError` if the result's structure says the call failed, else None."""
+    data = as_fields(result)
+    if not isinstance(data, Mapping):
+        return None
+    message: str | None = None
+    err = data.get("error")
+    if err not in (None, False, "", {}, []):
+        message = err if isinstance(err, str) else json.dumps(err, default=str)
+    status = data.get("status")
+    if message is None and isinstance(status, str) and status.lower() in _FAILED_STATUSES:
+        message = str(data.get("message") or data.get("detail") or f"status {status!r}")
+    for key in ("success", "ok"):
+        if message is None and data.get(key) is False:
+            message = str(data.get("message") or data.get("detail") or f"{key} is false")
+    if message is None:
+        return None
+    code = data.get("status_code") or data.get("code")
+    retryable = data.get("retryable")
+    transient = bool(retryable) if isinstance(retryable, bool) else (
+        isinstance(code, int) and 100 <= code <= 599
+        and classify_http_status(code) is ErrorKind.TRANSIENT)
+    ra = data.get("retry_after")
+    return ResultError(message, result, transient=transient,
+                       retry_after=float(ra) if isinstance(ra, int | float) else None)

@@ -1,0 +1,90 @@
+"""Which earlier call a later call depends on: where an id-like value returned by one call is
+passed as an argument of another. Ordinary strings shared by chance (a city, a date, a name)
+never make an edge."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rac.serialize import as_fields
+
+_ID_KEY = re.compile(r"(^|_)(id|ids|ref|reference|number|no|code|confirmation|token)$|Id$",
+                     re.IGNORECASE)
+_DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$|^\d{1,2}:\d{2}")
+_OPAQUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-:.]{3,}$")
+
+
+def is_id_like(value: Any) -> bool:
+    """True for opaque identifiers (``"F-1023"``, ``"bk_9f2c"``, a UUID): mixed letters and
+    digits, no spaces, not a date or time. Words and bare numbers are not ids."""
+    if not isinstance(value, str) or not _OPAQUE.match(value) or len(value) > 128:
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    return has_digit and has_alpha and not _DATE_LIKE.match(value)
+
+
+def result_ids(result: Any, *, limit: int = 64) -> list[Any]:
+    """Id-like values in a result: values of id-named fields (``booking_id``, ``ref``) and opaque
+    id-like strings anywhere, including a bare id returned on its own."""
+    out: list[Any] = []
+
+    def walk(value: Any, key: str | None, depth: int) -> None:
+        if len(out) >= limit or depth > 4:
+            return
+        value = as_fields(value) if depth else value
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k), depth + 1)
+        elif isinstance(value, list | tuple):
+            for v in value[:limit]:
+                walk(v, key, depth + 1)
+        elif isinstance(value, str):
+            if is_id_like(value):
+                out.append(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and key is not None:
+            if _ID_KEY.search(key) and value >= 1000:
+                out.append(value)
+
+    walk(as_fields(result), None, 0)
+    return out
+
+
+def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
+    """Every scalar in a call's arguments, nested ones included."""
+    stack: list[Any] = list(args.values())
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+        elif isinstance(v, str | int) and not isinstance(v, bool):
+            yield v
+
+
+class DependencyIndex:
+    """Maps id-like values produced by completed calls to the seq that produced them."""
+
+    def __init__(self) -> None:
+        self._producers: dict[Any, int] = {}
+
+    def add_result(self, seq: int, result: Any) -> None:
+        """Remember the ids a completed call returned (the first producer of a value wins)."""
+        for value in result_ids(result):
+            self._producers.setdefault(value, seq)
+
+    def forget(self, seqs: Iterable[int]) -> None:
+        """Drop the ids produced by these records (they were compensated)."""
+        gone = set(seqs)
+        if gone:
+            self._producers = {v: s for v, s in self._producers.items() if s not in gone}
+
+    def dependencies(self, args: Mapping[str, Any]) -> list[int]:
+        """Seqs of the calls whose ids appear in ``args``."""
+        if not self._producers:
+            return []
+        found = {self._producers[v] for v in argument_values(args) if v in self._producers}
+        return sorted(found)

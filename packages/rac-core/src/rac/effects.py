@@ -1,0 +1,129 @@
+"""The effects RAC's recovery logic asks for, and the sync and async drivers that perform them.
+
+The logic of a call (attempts, alternatives, rollback) is written once, as a generator that
+yields :class:`Invoke` and :class:`Sleep` effects; :func:`drive_sync` and :func:`drive_async`
+carry them out, so the blocking and the asyncio paths share every decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rac.clock import Clock
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Invoke:
+    """Call a tool. The driver sends back ``(True, value)`` or ``(False, exception)``."""
+
+    call: Callable[[dict[str, Any]], Any]
+    acall: Callable[[dict[str, Any]], Awaitable[Any]] | None
+    args: dict[str, Any]
+    shielded: bool = False
+
+
+@dataclass(slots=True)
+class Sleep:
+    """Wait before the next attempt (``shielded`` during a rollback)."""
+
+    seconds: float
+    shielded: bool = False
+
+
+Effect = Invoke | Sleep
+Flow = Generator[Effect, Any, T]
+
+
+def drive_sync(flow: Flow[T], clock: Clock, passthrough: tuple[type[BaseException], ...]) -> T:
+    """Run ``flow`` on the calling thread."""
+    send: Any = None
+    while True:
+        try:
+            effect = flow.send(send)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if isinstance(effect, Sleep):
+            clock.sleep(effect.seconds)
+            send = None
+            continue
+        try:
+            send = (True, effect.call(effect.args))
+        except passthrough as e:
+            _throw(flow, e)
+        except Exception as e:  # noqa: BLE001 - every tool failure is data for the flow
+            send = (False, e)
+        except BaseException as e:
+            _throw(flow, e)
+
+
+async def drive_async(flow: Flow[T], clock: Clock,
+                      passthrough: tuple[type[BaseException], ...]) -> T:
+    """Run ``flow`` without blocking the event loop. Effects marked ``shielded`` (the steps of a
+    rollback) are finished even if the task is cancelled meanwhile; the cancellation is re-raised
+    once the flow is done, so a rollback never stops midway."""
+    send: Any = None
+    cancelled = False
+    while True:
+        try:
+            effect = flow.send(send)
+        except StopIteration as stop:
+            if cancelled:
+                raise asyncio.CancelledError()
+            return stop.value  # type: ignore[no-any-return]
+        if isinstance(effect, Sleep):
+            if effect.shielded:
+                cancelled |= (await _shielded(lambda e=effect: clock.asleep(e.seconds)))[1]
+            else:
+                try:
+                    await clock.asleep(effect.seconds)
+                except asyncio.CancelledError as e:
+                    _throw(flow, e)
+            send = None
+            continue
+        try:
+            if effect.shielded:
+                value, was_cancelled = await _shielded(lambda e=effect: _acall(e))
+                cancelled |= was_cancelled
+            else:
+                value = await _acall(effect)
+            send = (True, value)
+        except passthrough as e:
+            _throw(flow, e)
+        except Exception as e:  # noqa: BLE001 - every tool failure is data for the flow
+            send = (False, e)
+        except BaseException as e:
+            _throw(flow, e)
+
+
+async def _acall(effect: Invoke) -> Any:
+    if effect.acall is not None:
+        return await effect.acall(effect.args)
+    return await asyncio.to_thread(effect.call, effect.args)
+
+
+async def _shielded(start: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
+    """Await ``start()`` to completion even if the caller is cancelled; say if it was."""
+    task = asyncio.ensure_future(start())
+    cancelled = False
+    while True:
+        try:
+            return await asyncio.shield(task), cancelled
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+
+
+def _throw(flow: Flow[Any], exc: BaseException) -> None:
+    """Let the flow record the interruption, then re-raise ``exc``."""
+    try:
+        flow.throw(exc)
+    except StopIteration:
+        raise exc from None
+    flow.close()
+    raise exc

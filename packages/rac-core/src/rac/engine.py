@@ -1,0 +1,186 @@
+"""The RAC engine: declarations, the log, plugins, and the runs that use them."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+import pluggy
+
+from rac import hookspecs
+from rac.clock import Clock, SystemClock
+from rac.errors import ConfigurationError
+from rac.plugins import DEFAULT_PLUGINS
+from rac.registry import CompensationRegistry, CompensationSpec
+from rac.report import RecoveryReport, render_report
+from rac.retry import RetryPolicy
+from rac.run import Run, current_run
+from rac.serialize import DEFAULT_MAX_CHARS
+from rac.stores import Store, open_store
+from rac.tools import Tool, as_tool, tools_by_name
+
+F = TypeVar("F", bound=Callable[..., Any])
+NoCompensationPolicy = Literal["warn", "assume_read_only", "refuse"]
+_POLICIES = ("warn", "assume_read_only", "refuse")
+
+
+class RAC:
+    """The engine: what to undo and how, where the log lives, and which plugins run.
+
+    One engine can serve many agents and many runs; share it to share one log. Every declaration
+    is validated here, when it is made: an unknown tool (when ``tools`` is given), a malformed
+    argument mapping or a pair that refers to itself raises :class:`rac.ConfigurationError`
+    naming the tool and the field.
+
+    Args:
+        compensations: tool name -> compensating tool name, :class:`rac.Compensation`, or a
+            mapping with ``tool``/``args``/``retry``.
+        alternatives: tool name -> tools to try in order when it fails for good.
+        retry: how tool calls are retried while their errors are transient.
+        compensation_retry: how compensating calls are retried (default: 5 attempts).
+        store: a store object or URL (``memory://``, ``sqlite:///path``,
+            ``postgresql://...``); default ``$RAC_STORE`` or ``sqlite:///.rac/rac.db``.
+        plugins: objects with ``@rac.hookimpl`` methods, registered after the defaults.
+        tools: tools the engine may call itself (compensators, alternatives).
+        read_only: tools with no side effects; never compensated.
+        no_compensation: what to do with a side-effecting tool that has no compensator:
+            ``"warn"`` (run it, log a warning, report it as not undoable), ``"assume_read_only"``,
+            or ``"refuse"`` (refuse the call before it runs).
+        clock: time source for backoff (inject :class:`rac.testing.VirtualClock` in tests).
+        agent_id: default agent id of runs.
+        load_entrypoints: also load plugins published in the ``rac`` entry point group.
+        max_value_chars: size above which a logged argument or result is stored truncated with
+            its hash.
+    """
+
+    def __init__(self, *, compensations: Mapping[str, CompensationSpec] | None = None,
+                 alternatives: Mapping[str, Iterable[str]] | None = None,
+                 retry: RetryPolicy | None = None, compensation_retry: RetryPolicy | None = None,
+                 store: Store | str | Path | None = None, plugins: Iterable[object] = (),
+                 tools: Iterable[Tool | Callable[..., Any]] | None = None,
+                 read_only: Iterable[str] = (),
+                 no_compensation: NoCompensationPolicy = "warn",
+                 clock: Clock | None = None, agent_id: str = "agent",
+                 load_entrypoints: bool = True,
+                 max_value_chars: int = DEFAULT_MAX_CHARS) -> None:
+        if no_compensation not in _POLICIES:
+            raise ConfigurationError(f"no_compensation must be one of {_POLICIES}, "
+                                     f"got {no_compensation!r}")
+        for name, value in (("retry", retry), ("compensation_retry", compensation_retry)):
+            if value is not None and not isinstance(value, RetryPolicy):
+                raise ConfigurationError(f"{name} must be a rac.RetryPolicy, got "
+                                         f"{type(value).__name__}")
+        if compensations is not None and not isinstance(compensations, Mapping):
+            raise ConfigurationError("compensations must be a mapping of tool name -> "
+                                     f"compensation, got {type(compensations).__name__}")
+        if alternatives is not None and not isinstance(alternatives, Mapping):
+            raise ConfigurationError("alternatives must be a mapping of tool name -> list of "
+                                     f"tools, got {type(alternatives).__name__}")
+        self.registry = CompensationRegistry(compensations, alternatives, read_only)
+        self.tools: dict[str, Tool] = tools_by_name(list(tools) if tools is not None else None)
+        if tools is not None:
+            self.registry.check_known(self.tools)
+        self.retry = retry or RetryPolicy()
+        self.compensation_retry = compensation_retry or RetryPolicy(max_attempts=5)
+        self.no_compensation: NoCompensationPolicy = no_compensation
+        self.clock: Clock = clock or SystemClock()
+        self.agent_id = agent_id
+        self.max_value_chars = max_value_chars
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        #: Exceptions that are framework control flow, not failures (adapters add theirs).
+        self.passthrough: tuple[type[BaseException], ...] = ()
+        self.plugin_manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self.plugin_manager.add_hookspecs(hookspecs)
+        for name, cls in DEFAULT_PLUGINS.items():
+            self.plugin_manager.register(cls(), name=name)
+        if load_entrypoints:
+            self.plugin_manager.load_setuptools_entrypoints(hookspecs.PROJECT)
+        for plugin in plugins:
+            self.register_plugin(plugin)
+        self.hook = self.plugin_manager.hook
+        self._refresh_hook_flags()
+        self.store: Store = open_store(store)
+
+    # -- plugins and tools -----------------------------------------------------------------------
+    def register_plugin(self, plugin: object, name: str | None = None) -> None:
+        """Register a plugin (an object with ``@rac.hookimpl`` methods)."""
+        try:
+            self.plugin_manager.register(plugin, name=name)
+        except ValueError as e:
+            raise ConfigurationError(f"cannot register plugin {plugin!r}: {e}") from e
+        except pluggy.PluginValidationError as e:
+            raise ConfigurationError(f"plugin {plugin!r} does not match the hookspecs: {e}") from e
+        self._refresh_hook_flags()
+
+    def _refresh_hook_flags(self) -> None:
+        hook = self.plugin_manager.hook
+        self._normalizes = bool(hook.rac_normalize_result.get_hookimpls())
+        self._notify_records = bool(hook.rac_record_written.get_hookimpls())
+
+    def add_passthrough(self, *exc_types: type[BaseException]) -> None:
+        """Declare exceptions that are control flow of a framework (interrupts, hand-offs): RAC
+        lets them through untouched and never treats them as failures."""
+        self.passthrough = tuple(dict.fromkeys([*self.passthrough, *exc_types]))
+
+    def register_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+        """Make tools callable by the engine (compensators, alternatives) and check the
+        declarations that concern them."""
+        new = tools_by_name(list(tools))
+        self.tools.update(new)
+        self.registry.check_known(self.tools, only_for=list(new))
+
+    def render(self, report: RecoveryReport) -> str:
+        """The text the agent receives for ``report`` (through ``rac_render_report``)."""
+        text = self.hook.rac_render_report(report=report)
+        return cast(str, text) if text is not None else render_report(report)
+
+    # -- runs -----------------------------------------------------------------------------------
+    def run(self, *, run_id: str | None = None, agent_id: str | None = None,
+            tools: Iterable[Tool | Callable[..., Any]] | None = None) -> Run:
+        """A new run (transaction scope); use it as a context manager, sync or async."""
+        return Run(self, run_id=run_id, agent_id=agent_id, tools=tools)
+
+    def current_run(self) -> Run | None:
+        """The run of this engine open in the current context, if any."""
+        run = current_run()
+        return run if run is not None and run.engine is self else None
+
+    def wrap(self, fn: F, *, name: str | None = None) -> F:
+        """Wrap a tool function so every call runs under RAC.
+
+        Inside an open run the call joins it; outside, it runs in a run of its own. The wrapper
+        keeps the function's name, signature and docstring, and works for coroutines.
+        """
+        tool = as_tool(fn, name=name)
+        self.tools.setdefault(tool.name, tool)
+        sig = inspect.signature(fn)
+
+        def bind(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            bound = sig.bind(*args, **kwargs)
+            return dict(bound.arguments)
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                run = self.current_run()
+                if run is not None:
+                    return await run.acall(tool, **bind(*args, **kwargs))
+                async with self.run() as own:
+                    return await own.acall(tool, **bind(*args, **kwargs))
+            return cast(F, awrapper)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = self.current_run()
+            if run is not None:
+                return run.call(tool, **bind(*args, **kwargs))
+            with self.run() as own:
+                return own.call(tool, **bind(*args, **kwargs))
+        return cast(F, wrapper)

@@ -1,0 +1,81 @@
+"""Exceptions raised by RAC and exceptions tools may raise to tell RAC how to treat a failure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rac.report import RecoveryReport
+
+
+class RACError(Exception):
+    """Base class of every error RAC itself raises."""
+
+
+class ConfigurationError(RACError, ValueError):
+    """A compensation, alternative, retry policy or store was declared wrongly.
+
+    Raised when the declaration is registered, never later when it is needed. The message names
+    the tool and the field that is wrong.
+    """
+
+
+class StoreError(RACError):
+    """The transaction log could not be opened, read or written."""
+
+
+class ConflictError(StoreError):
+    """A record with the same (run_id, seq) already exists: a duplicate write, never overwritten."""
+
+
+class SequenceMismatchError(RACError):
+    """A resumed run asked for a different step than the log holds at that sequence number."""
+
+
+class NoCompensationError(RACError):
+    """Raised before a side-effecting tool with no compensator runs, under ``no_compensation="refuse"``."""
+
+
+class CompensationMappingError(RACError):
+    """The arguments of a compensating call cannot be mapped unambiguously from the original call."""
+
+
+class ToolCallFailed(RACError):
+    """A tool call failed for good: retries and alternatives were exhausted and the scope was rolled back.
+
+    ``report`` holds what happened; ``str(error)`` is the rendered report.
+    """
+
+    def __init__(self, report: RecoveryReport, rendered: str | None = None) -> None:
+        self.report = report
+        super().__init__(rendered if rendered is not None else report.render())
+
+
+class TransientError(Exception):
+    """Raise from a tool to say the failure is temporary and the call may be retried.
+
+    ``retry_after`` (seconds), when given, is honoured as the least wait before the next attempt.
+    """
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(Exception):
+    """Raise from a tool to say the failure will not go away by retrying the same call."""
+
+
+class ResultError(Exception):
+    """A tool returned normally but its structured result says it failed (an ``error`` field, ...).
+
+    RAC raises nothing of this kind to callers; it is how a failed result travels through
+    classification, so that ``rac_classify_error`` sees results and exceptions alike.
+    """
+
+    def __init__(self, message: str, result: object, *, transient: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.transient = transient
+        self.retry_after = retry_after

@@ -1,0 +1,114 @@
+"""Building a compensating call's arguments from the original call's arguments and result.
+
+Three ways, in order of precedence: a callable ``(args, result) -> dict``; declared paths
+(``{"booking_id": "result.booking_id"}``); or, by default, the compensator's own parameter names
+matched against the result's fields, then the original arguments. RAC never guesses: a parameter
+it cannot map unambiguously is an error that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rac.errors import CompensationMappingError
+from rac.registry import Compensation, parse_path
+from rac.serialize import as_fields
+
+_MISSING = object()
+
+#: Parameters RAC fills itself when a compensator declares them.
+IDEMPOTENCY_PARAM = "idempotency_key"
+
+
+def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
+                 param: str) -> Any:
+    """The value at ``path`` (``result.x.y`` / ``args.x``); raises CompensationMappingError if a
+    field on the way is missing."""
+    root, parts = parse_path(path, tool=tool, param=param)
+    value: Any = as_fields(result) if root == "result" else args
+    walked = root
+    for part in parts:
+        value = as_fields(value)
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif not isinstance(value, Mapping | list | tuple) and hasattr(value, part):
+            value = getattr(value, part)
+        else:
+            raise CompensationMappingError(
+                f"cannot map argument {param!r} of the compensation of {tool!r}: "
+                f"{walked!r} has no field {part!r}")
+        walked = f"{walked}.{part}"
+    return value
+
+
+def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, Any],
+                  result: Any, params: list[str] | None, required: list[str],
+                  idempotency_key: str | None = None) -> dict[str, Any]:
+    """The arguments for ``compensation.tool`` undoing a call of ``tool``.
+
+    ``params``/``required`` describe the compensator's parameters (None if unknown). Raises
+    :class:`CompensationMappingError` with a message such as
+    ``"cannot map argument 'booking_ref' of cancel_hotel"``.
+    """
+    comp_tool = compensation.tool
+    spec = compensation.args
+    if callable(spec) and not isinstance(spec, Mapping):
+        try:
+            out = spec(dict(args), result)
+        except Exception as e:
+            raise CompensationMappingError(
+                f"the argument mapper of {comp_tool} (undoing {tool}) raised "
+                f"{type(e).__name__}: {e}") from e
+        if not isinstance(out, Mapping):
+            raise CompensationMappingError(
+                f"the argument mapper of {comp_tool} (undoing {tool}) returned "
+                f"{type(out).__name__}, not a dict")
+        mapped = dict(out)
+    elif isinstance(spec, Mapping):
+        mapped = {param: resolve_path(path, args, result, tool=comp_tool, param=param)
+                  for param, path in spec.items()}
+    else:
+        mapped = _match_by_name(comp_tool, tool, args, result, params, required)
+    if (idempotency_key is not None and params is not None and IDEMPOTENCY_PARAM in params
+            and IDEMPOTENCY_PARAM not in mapped):
+        mapped[IDEMPOTENCY_PARAM] = idempotency_key
+    if params is not None:
+        missing = [p for p in required if p not in mapped]
+        if missing:
+            raise CompensationMappingError(
+                f"cannot map argument {missing[0]!r} of {comp_tool}: declare it, e.g. "
+                f"Compensation(tool={comp_tool!r}, args={{{missing[0]!r}: 'result.<field>'}})")
+    return mapped
+
+
+def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: Any,
+                   params: list[str] | None, required: list[str]) -> dict[str, Any]:
+    if params is None:
+        raise CompensationMappingError(
+            f"cannot map the arguments of {comp_tool}: its parameters are unknown; declare "
+            f"them with Compensation(tool={comp_tool!r}, args={{...}})")
+    fields = as_fields(result)
+    mapped: dict[str, Any] = {}
+    unmapped: list[str] = []
+    for p in params:
+        if p == IDEMPOTENCY_PARAM:
+            continue
+        if isinstance(fields, Mapping) and p in fields:
+            mapped[p] = fields[p]
+        elif p in args:
+            mapped[p] = args[p]
+        else:
+            unmapped.append(p)
+    # A scalar result (an id such as "F-102") fills the one required parameter left, if exactly
+    # one is left: that is a unique match, not a guess.
+    still_required = [p for p in unmapped if p in required]
+    if (still_required and not isinstance(fields, Mapping | list)
+            and fields is not None and len(still_required) == 1):
+        mapped[still_required[0]] = fields
+    return mapped
+
+
+__all__ = ["IDEMPOTENCY_PARAM", "map_arguments", "resolve_path"]

@@ -1,0 +1,133 @@
+"""The records of the transaction log: one per tool call and one per compensating call, plus runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class RecordStatus(StrEnum):
+    """Where a log record stands.
+
+    An action goes ``pending`` (intent written, outcome unknown) to ``completed`` or ``failed``;
+    a completed action that is rolled back goes ``compensating`` then ``compensated`` or
+    ``compensation_failed`` (a dead letter that ``rac resume`` retries). A compensation record
+    goes ``pending`` to ``completed`` or ``failed``.
+    """
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    COMPENSATING = "compensating"
+    COMPENSATED = "compensated"
+    COMPENSATION_FAILED = "compensation_failed"
+
+
+class RunStatus(StrEnum):
+    """Where a run (a transaction scope) stands."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    COMPENSATING = "compensating"
+    COMPENSATED = "compensated"
+    NEEDS_ATTENTION = "needs_attention"
+
+
+class RecordKind(StrEnum):
+    """An ``action`` is a tool call the agent made; a ``compensation`` undoes one."""
+
+    ACTION = "action"
+    COMPENSATION = "compensation"
+
+
+#: Legal status changes of a record; anything else is a bug and is refused by the engine.
+LEGAL_TRANSITIONS: dict[RecordStatus, frozenset[RecordStatus]] = {
+    RecordStatus.PENDING: frozenset({RecordStatus.COMPLETED, RecordStatus.FAILED,
+                                     RecordStatus.COMPENSATING}),
+    RecordStatus.COMPLETED: frozenset({RecordStatus.COMPENSATING, RecordStatus.COMPENSATION_FAILED}),
+    RecordStatus.FAILED: frozenset(),
+    RecordStatus.COMPENSATING: frozenset({RecordStatus.COMPENSATED,
+                                          RecordStatus.COMPENSATION_FAILED}),
+    RecordStatus.COMPENSATED: frozenset(),
+    RecordStatus.COMPENSATION_FAILED: frozenset({RecordStatus.COMPENSATING}),
+}
+
+
+@dataclass(slots=True)
+class Record:
+    """One entry of the transaction log.
+
+    ``(run_id, seq)`` identifies it. ``args`` and ``result`` are JSON-safe, redacted copies.
+    ``compensable`` is False for a side effect RAC cannot undo (no compensator);
+    ``read_only`` marks a call with no side effect. ``compensates`` is the seq of the action a
+    compensation undoes; ``alternative_of`` the seq of the call an alternative stood in for.
+    """
+
+    run_id: str
+    seq: int
+    tool: str
+    kind: RecordKind = RecordKind.ACTION
+    status: RecordStatus = RecordStatus.PENDING
+    agent_id: str = "agent"
+    scope: str = "0"
+    args: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    error: str | None = None
+    attempts: int = 0
+    idempotency_key: str = ""
+    depends_on: list[int] = field(default_factory=list)
+    compensates: int | None = None
+    alternative_of: int | None = None
+    compensable: bool = True
+    read_only: bool = False
+    note: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def copy(self) -> Record:
+        """A shallow copy whose lists are not shared."""
+        return dataclasses.replace(self, depends_on=list(self.depends_on))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-safe dict (enums as their values)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["kind"] = str(self.kind)
+        d["status"] = str(self.status)
+        d["depends_on"] = list(self.depends_on)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        """Build a record from :meth:`to_dict` output (unknown keys are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["kind"] = RecordKind(kw.get("kind", "action"))
+        kw["status"] = RecordStatus(kw.get("status", "pending"))
+        kw["depends_on"] = list(kw.get("depends_on") or [])
+        return cls(**kw)
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """A run as the log knows it: who owns it, its status, and a recovery lease."""
+
+    run_id: str
+    agent_id: str = "agent"
+    status: RunStatus = RunStatus.RUNNING
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    owner: str | None = None
+    lease_until: float = 0.0
+    summary: str | None = None
+
+    def copy(self) -> RunInfo:
+        """A copy that can be changed without touching the original."""
+        return dataclasses.replace(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as a JSON-safe dict."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["status"] = str(self.status)
+        return d

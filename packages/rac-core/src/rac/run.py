@@ -1,0 +1,674 @@
+"""Runs: one transaction scope of an agent, with the logic of a call under RAC.
+
+A :class:`Run` writes an intent record before each tool call and its outcome after, retries
+transient failures, tries declared alternatives, and when a call fails for good rolls back the
+current scope: every completed side effect, newest first, dependents before what they depend on.
+Scopes nest (:meth:`Run.scope`); a failure rolls back only the innermost one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import random
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from rac.classify import Classification, ErrorKind
+from rac.dependencies import DependencyIndex
+from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
+from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
+from rac.events import emit
+from rac.models import (
+    LEGAL_TRANSITIONS,
+    Record,
+    RecordKind,
+    RecordStatus,
+    RunInfo,
+    RunStatus,
+)
+from rac.ordering import dependents_of, rollback_order
+from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
+from rac.retry import RetryPolicy
+from rac.serialize import _redact_text, store_value
+from rac.tools import Tool, as_tool
+
+if TYPE_CHECKING:
+    from rac.engine import RAC
+
+Invoker = Callable[[str, dict[str, Any]], Any]
+AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+_CURRENT_RUN: ContextVar[Run | None] = ContextVar("rac_current_run", default=None)
+_CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_scope", default=None)
+
+
+def idempotency_key(run_id: str, seq: int, kind: str) -> str:
+    """The key of one step: stable across retries and recovery, different across runs."""
+    return hashlib.blake2b(f"{run_id}:{seq}:{kind}".encode(), digest_size=12).hexdigest()
+
+
+def _in_scope(record_scope: str, scope: str) -> bool:
+    return record_scope == scope or record_scope.startswith(scope + ".")
+
+
+def _error_text(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return _redact_text(text)[:2000]
+
+
+@dataclass
+class CallOutcome:
+    """What became of one tool call under RAC.
+
+    ``ok`` is True when a tool (the requested one or an alternative, named by ``tool``) succeeded;
+    ``result`` is its raw return value and ``value`` the normalised one. When ``ok`` is False,
+    ``message`` is what the agent should be told: the rendered ``report`` after a rollback, or
+    why the call was refused.
+    """
+
+    ok: bool
+    tool: str
+    seq: int
+    result: Any = None
+    value: Any = None
+    error: BaseException | None = None
+    report: RecoveryReport | None = None
+    message: str | None = None
+    refused: bool = False
+    undone: bool = False
+
+
+class _Failure:
+    __slots__ = ("tool", "seq", "error", "kind", "attempts")
+
+    def __init__(self, tool: str, seq: int, error: BaseException, kind: ErrorKind,
+                 attempts: int) -> None:
+        self.tool, self.seq, self.error, self.kind, self.attempts = tool, seq, error, kind, attempts
+
+
+class Run:
+    """One transaction scope: the calls an agent made in one invocation, and their log.
+
+    Open it with ``with engine.run() as run`` or ``async with engine.run() as run``. Call tools
+    with :meth:`call` / :meth:`acall`, or from an adapter with :meth:`execute` /
+    :meth:`aexecute`. Leaving the block normally marks the run completed; leaving it with an
+    exception rolls the run back and lets the exception go on.
+    """
+
+    def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
+                 tools: Iterable[Tool | Callable[..., Any]] | None = None) -> None:
+        self.engine = engine
+        self.run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        self.agent_id = agent_id or engine.agent_id
+        self.status = RunStatus.RUNNING
+        self.last_report: RecoveryReport | None = None
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.RLock()
+        self._seq = itertools.count(1)
+        self._scope_ids = itertools.count(1)
+        self._records: dict[int, Record] = {}
+        self._raw: dict[int, tuple[dict[str, Any], Any]] = {}
+        self._in_flight: set[int] = set()
+        self._doomed: set[int] = set()
+        self._deps = DependencyIndex()
+        self._rng = random.Random(self.run_id)
+        self._started = False
+        self._rollback_scope = "0"
+        self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
+        if tools:
+            self.add_tools(tools)
+
+    # -- tools ---------------------------------------------------------------------------------
+    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+        """Make tools callable in this run (for compensations and alternatives), checking the
+        engine's declarations that concern them."""
+        new = [as_tool(t) for t in tools]
+        with self._lock:
+            for t in new:
+                self._tools[t.name] = t
+        self.engine.registry.check_known(
+            set(self._tools) | set(self.engine.tools), only_for=[t.name for t in new])
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool called ``name`` in this run or the engine, or None."""
+        return self._tools.get(name) or self.engine.tools.get(name)
+
+    # -- opening and closing ---------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._started:
+            return
+        now = self.engine.clock.now()
+        self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, RunStatus.RUNNING,
+                                             now, now, owner=self.engine.owner))
+        self._started = True
+        emit("rac.run", run_id=self.run_id, status=str(RunStatus.RUNNING), agent_id=self.agent_id)
+        self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=RunStatus.RUNNING,
+                                                previous=None)
+
+    def __enter__(self) -> Run:
+        self._start()
+        self._tokens.append((_CURRENT_RUN.set(self), _CURRENT_SCOPE.set((self, "0"))))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        run_token, scope_token = self._tokens.pop()
+        try:
+            if exc is not None and not self._already_rolled_back(exc):
+                self.rollback(reason=f"the run was aborted by {type(exc).__name__}: "
+                                     f"{_error_text(exc)}")
+            else:
+                self._finish()
+        finally:
+            _CURRENT_SCOPE.reset(scope_token)
+            _CURRENT_RUN.reset(run_token)
+
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        run_token, scope_token = self._tokens.pop()
+        try:
+            if exc is not None and not self._already_rolled_back(exc):
+                await self.arollback(reason=f"the run was aborted by {type(exc).__name__}: "
+                                            f"{_error_text(exc)}")
+            else:
+                self._finish()
+        finally:
+            _CURRENT_SCOPE.reset(scope_token)
+            _CURRENT_RUN.reset(run_token)
+
+    def _already_rolled_back(self, exc: BaseException) -> bool:
+        return (isinstance(exc, ToolCallFailed) and exc.report.run_id == self.run_id
+                and exc.report.scope == "0")
+
+    def _finish(self) -> None:
+        with self._lock:
+            if self.status is RunStatus.RUNNING:
+                self._set_status(RunStatus.COMPLETED)
+
+    def scope(self) -> Scope:
+        """A nested transaction scope: a failure inside it rolls back only what it did."""
+        parent = self.current_scope()
+        return Scope(self, f"{parent}.{next(self._scope_ids)}")
+
+    def current_scope(self) -> str:
+        """The id of the innermost scope open in this context ("0" is the run itself)."""
+        cur = _CURRENT_SCOPE.get()
+        return cur[1] if cur is not None and cur[0] is self else "0"
+
+    # -- log helpers -----------------------------------------------------------------------------
+    def records(self) -> list[Record]:
+        """Copies of this run's records, in seq order."""
+        with self._lock:
+            return [self._records[s].copy() for s in sorted(self._records)]
+
+    def _set_status(self, status: RunStatus) -> None:
+        previous = self.status
+        if previous is status:
+            return
+        self.status = status
+        self.engine.store.update_run(self.run_id, status=status,
+                                     updated_at=self.engine.clock.now())
+        emit("rac.run", level="warning" if status is RunStatus.NEEDS_ATTENTION else "info",
+             run_id=self.run_id, status=str(status), previous=str(previous))
+        self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
+                                                previous=previous)
+
+    def _append(self, rec: Record) -> None:
+        self.engine.store.append(rec)
+        self._records[rec.seq] = rec
+        self._emit_record(rec, None)
+
+    def _update(self, rec: Record, **fields: Any) -> None:
+        previous = rec.status
+        new = fields.get("status")
+        if new is not None and new is not previous and new not in LEGAL_TRANSITIONS[previous]:
+            raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
+                               f"{previous} -> {new}")
+        fields["updated_at"] = self.engine.clock.now()
+        for k, v in fields.items():
+            setattr(rec, k, v)
+        self.engine.store.update_record(self.run_id, rec.seq, **fields)
+        if new is not None and new is not previous:
+            self._emit_record(rec, previous)
+
+    def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
+        bad = rec.status in (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED)
+        emit("rac.record", level="warning" if bad else "info", run_id=self.run_id, seq=rec.seq,
+             tool=rec.tool, kind=str(rec.kind), status=str(rec.status), agent_id=rec.agent_id,
+             attempts=rec.attempts, error=rec.error)
+        if self.engine._notify_records:
+            self.engine.hook.rac_record_written(record=rec.copy(),
+                                                previous=str(previous) if previous else None)
+
+    # -- the call flow ---------------------------------------------------------------------------
+    def _begin(self, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
+               depends_on: Iterable[int], alternative_of: int | None) -> tuple[Record, bool]:
+        engine = self.engine
+        read_only = tool in engine.registry.read_only
+        now = engine.clock.now()
+        with self._lock:
+            if self.status in (RunStatus.COMPLETED, RunStatus.COMPENSATED,
+                               RunStatus.NEEDS_ATTENTION) and not self._doomed:
+                self._set_status(RunStatus.RUNNING)
+            seq = next(self._seq)
+            deps = self._deps.dependencies(args)
+            if depends_on:
+                deps = sorted(set(deps) | set(depends_on))
+            rec = Record(self.run_id, seq, tool, RecordKind.ACTION, RecordStatus.PENDING,
+                         agent_id or self.agent_id, scope, store_value(args, engine.max_value_chars),
+                         None, None, 0, idempotency_key(self.run_id, seq, "action"), deps, None,
+                         alternative_of, True, read_only, None, now, now)
+            refused = False
+            if not read_only and engine.hook.rac_resolve_compensation(engine=engine,
+                                                                      record=rec) is None:
+                policy = engine.no_compensation
+                if policy == "assume_read_only":
+                    rec.read_only = True
+                else:
+                    rec.compensable = False
+                    if policy == "refuse":
+                        refused = True
+                        rec.status = RecordStatus.FAILED
+                        rec.error = (f"refused: {tool} has side effects and no compensation is "
+                                     "declared (no_compensation='refuse')")
+                    else:
+                        emit("rac.no_compensation", level="warning", run_id=self.run_id, seq=seq,
+                             tool=tool, status="completed_uncompensable")
+            self._append(rec)
+            self._raw[seq] = (args, None)
+            if not refused:
+                self._in_flight.add(seq)
+        return rec, refused
+
+    def _call_args(self, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
+        t = self.tool(tool)
+        if t is not None and t.params and "idempotency_key" in t.params \
+                and "idempotency_key" not in args:
+            return {**args, "idempotency_key": rec.idempotency_key}
+        return args
+
+    def _attempts(self, tool: str, rec: Record, invoke: Invoke, policy: RetryPolicy,
+                  *, shielded: bool = False) -> Flow[tuple[bool, Any, Any, BaseException | None,
+                                                          Classification | None]]:
+        """Call until success, a permanent failure, or the attempts run out. Returns
+        ``(ok, raw, value, error, classification)``."""
+        engine = self.engine
+        attempt = 0
+        while True:
+            attempt += 1
+            if attempt == 1:
+                rec.attempts = 1
+            else:
+                self._update(rec, attempts=attempt)
+            try:
+                ok, raw = yield invoke
+            except BaseException as e:
+                self._interrupted(rec, e)
+                raise
+            value = None
+            if ok:
+                value = raw
+                if engine._normalizes:
+                    norm = engine.hook.rac_normalize_result(tool=tool, result=raw)
+                    value = raw if norm is None else norm
+                err = engine.hook.rac_detect_result_error(tool=tool, result=value)
+                if err is None:
+                    return True, raw, value, None, None
+            else:
+                err = raw
+            cls = engine.hook.rac_classify_error(tool=tool, error=err)
+            if cls is None:
+                cls = Classification(ErrorKind.PERMANENT)
+            if cls.transient and attempt < policy.max_attempts:
+                delay = policy.delay(attempt, retry_after=cls.retry_after, rng=self._rng)
+                emit("rac.retry", run_id=self.run_id, seq=rec.seq, tool=tool,
+                     status="retrying", attempt=attempt, delay=delay, error=_error_text(err))
+                yield Sleep(delay, shielded)
+                continue
+            return False, raw if ok else None, value, err, cls
+
+    def _interrupted(self, rec: Record, exc: BaseException) -> None:
+        """A BaseException or a framework control-flow exception stopped the call: the record
+        stays pending (in doubt) unless the adapter declared the exception a pass-through."""
+        with self._lock:
+            self._in_flight.discard(rec.seq)
+            if isinstance(exc, self.engine.passthrough) and rec.status is RecordStatus.PENDING:
+                self._update(rec, status=RecordStatus.FAILED,
+                             error=f"interrupted by {type(exc).__name__}; not a failure",
+                             note="passthrough")
+
+    def _call_flow(self, name: str, args: dict[str, Any], agent_id: str | None,
+                   depends_on: Iterable[int], call: Invoker,
+                   acall: AsyncInvoker | None) -> Flow[CallOutcome]:
+        engine = self.engine
+        scope = self.current_scope()
+        first: _Failure | None = None
+        tried: list[AttemptedAlternative] = []
+        first_seq: int | None = None
+        for tool in [name, *engine.registry.alternatives.get(name, ())]:
+            rec, refused = self._begin(tool, args, agent_id, scope, depends_on, first_seq)
+            if first_seq is None:
+                first_seq = rec.seq
+            if refused:
+                return CallOutcome(False, tool, rec.seq, refused=True, message=rec.error,
+                                   error=NoCompensationError(rec.error or ""))
+            call_args = self._call_args(tool, args, rec)
+            invoke = Invoke(functools.partial(call, tool),
+                            functools.partial(acall, tool) if acall else None, call_args)
+            ok, raw, value, err, cls = yield from self._attempts(tool, rec, invoke, engine.retry)
+            if ok:
+                return (yield from self._complete(rec, args, raw, value))
+            assert err is not None and cls is not None
+            with self._lock:
+                self._in_flight.discard(rec.seq)
+                self._update(rec, status=RecordStatus.FAILED, error=_error_text(err),
+                             result=store_value(value, engine.max_value_chars))
+            if first is None:
+                first = _Failure(tool, rec.seq, err, cls.kind, rec.attempts)
+            else:
+                tried.append(AttemptedAlternative(tool=tool, error=_error_text(err),
+                                                  attempts=rec.attempts))
+        assert first is not None
+        report = yield from self._rollback_flow(scope, reason=f"{first.tool} failed",
+                                                failure=first, alternatives=tried)
+        return CallOutcome(False, first.tool, first.seq, error=first.error, report=report,
+                           message=engine.render(report))
+
+    def _complete(self, rec: Record, args: dict[str, Any], raw: Any,
+                  value: Any) -> Flow[CallOutcome]:
+        with self._lock:
+            self._in_flight.discard(rec.seq)
+            self._update(rec, status=RecordStatus.COMPLETED,
+                         result=store_value(value, self.engine.max_value_chars))
+            self._raw[rec.seq] = (args, value)
+            if not rec.read_only:
+                self._deps.add_result(rec.seq, value)
+            doomed = rec.seq in self._doomed
+        if not doomed:
+            return CallOutcome(True, rec.tool, rec.seq, result=raw, value=value)
+        # The scope was rolled back while this call was running: undo it now.
+        undone = yield from self._compensate_flow(rec)
+        with self._lock:
+            self._doomed.discard(rec.seq)
+            if self.status is RunStatus.COMPENSATING:
+                self._set_status(self._status_after_rollback(self._rollback_scope))
+        msg = (f"RAC: {rec.tool} completed after this run was rolled back, so it was undone "
+               f"too ({undone[0]}). Replan from a clean state.")
+        return CallOutcome(False, rec.tool, rec.seq, result=raw, value=value, undone=True,
+                           message=msg)
+
+    # -- rollback --------------------------------------------------------------------------------
+    def _rollback_flow(self, scope: str, *, reason: str, failure: _Failure | None = None,
+                       alternatives: list[AttemptedAlternative] | None = None
+                       ) -> Flow[RecoveryReport]:
+        engine = self.engine
+        with self._lock:
+            self._set_status(RunStatus.COMPENSATING)
+            self._rollback_scope = scope
+            candidates = [r for r in self._records.values()
+                          if r.kind is RecordKind.ACTION and not r.read_only
+                          and _in_scope(r.scope, scope)
+                          and (r.status is RecordStatus.COMPLETED
+                               or (r.status is RecordStatus.PENDING
+                                   and r.seq not in self._in_flight))]
+            running = [r for r in self._records.values()
+                       if r.seq in self._in_flight and _in_scope(r.scope, scope)]
+            self._doomed.update(r.seq for r in running)
+        order = rollback_order(candidates)
+        report = RecoveryReport(run_id=self.run_id, scope=scope, reason=reason,
+                                alternatives=alternatives or [])
+        if failure is not None:
+            report.failed_tool, report.failed_seq = failure.tool, failure.seq
+            report.error, report.error_kind = _error_text(failure.error), str(failure.kind)
+            report.attempts = failure.attempts
+        report.in_flight = [UndoneAction(seq=r.seq, tool=r.tool, args=r.args) for r in running]
+        emit("rac.rollback", run_id=self.run_id, scope=scope, status="started",
+             seqs=[r.seq for r in order], reason=reason)
+        engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
+                                         seqs=[r.seq for r in order], reason=reason)
+        dependents = dependents_of(order)
+        live: set[int] = set()
+        compensated: list[int] = []
+        for rec in order:
+            blockers = [d for d in dependents.get(rec.seq, ()) if d in live]
+            action = UndoneAction(seq=rec.seq, tool=rec.tool, args=rec.args)
+            if blockers:
+                live.add(rec.seq)
+                b = self._records[blockers[0]]
+                action.error = f"{b.tool} (#{b.seq}) depends on it and is still live"
+                report.blocked.append(action)
+                continue
+            if not rec.compensable:
+                report.not_undoable.append(action)
+                continue
+            outcome, compensator, error = yield from self._compensate_flow(rec)
+            action.compensator, action.error = compensator, error
+            if outcome == "compensated":
+                report.compensated.append(action)
+                compensated.append(rec.seq)
+            elif outcome == "held":
+                live.add(rec.seq)
+                report.held.append(action)
+            elif outcome == "none":
+                report.not_undoable.append(action)
+            else:
+                live.add(rec.seq)
+                report.compensation_failed.append(action)
+        with self._lock:
+            self._deps.forget(compensated)
+            report.status = self._status_after_rollback(scope)
+            self._set_status(report.status)
+        self.last_report = report
+        emit("rac.rollback", level="info" if report.clean else "warning", run_id=self.run_id,
+             scope=scope, status=str(report.status), compensated=len(report.compensated),
+             left_live=len(report.left_live))
+        engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
+        return report
+
+    def _status_after_rollback(self, scope: str) -> RunStatus:
+        """COMPENSATING while a doomed call of ``scope`` still runs; NEEDS_ATTENTION while any
+        side effect of ``scope`` is left live or in doubt; else COMPENSATED."""
+        for r in self._records.values():
+            if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
+                continue
+            if r.seq in self._doomed:
+                return RunStatus.COMPENSATING
+        for r in self._records.values():
+            if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
+                continue
+            if r.status in (RecordStatus.COMPLETED, RecordStatus.COMPENSATION_FAILED,
+                            RecordStatus.COMPENSATING) or (
+                    r.status is RecordStatus.PENDING and r.seq not in self._in_flight):
+                return RunStatus.NEEDS_ATTENTION
+        return RunStatus.COMPENSATED
+
+    def _compensate_flow(self, rec: Record) -> Flow[tuple[str, str | None, str | None]]:
+        """Undo one action. Returns (outcome, compensator, error) where outcome is
+        'compensated', 'failed', 'held' or 'none' (no compensator)."""
+        engine = self.engine
+        comp = engine.hook.rac_resolve_compensation(engine=engine, record=rec)
+        if comp is None:
+            return "none", None, None
+        tool = self.tool(comp.tool)
+        key = idempotency_key(self.run_id, rec.seq, "compensate")
+        args, result = self._raw.get(rec.seq, (rec.args, rec.result))
+        try:
+            if tool is None:
+                raise CompensationMappingError(
+                    f"compensating tool {comp.tool!r} is not available to this run: register it "
+                    f"with rac.RAC(tools=[...]) or give it to the agent")
+            cargs = engine.hook.rac_map_compensation_args(
+                engine=engine, record=rec, compensation=comp, tool=tool, args=args,
+                result=result, idempotency_key=key)
+            if cargs is None:
+                raise CompensationMappingError(f"no plugin mapped the arguments of {comp.tool}")
+        except CompensationMappingError as e:
+            with self._lock:
+                self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=str(e))
+            return "failed", comp.tool, str(e)
+        if engine.hook.rac_approve_compensation(engine=engine, record=rec, compensation=comp,
+                                                args=cargs) is False:
+            with self._lock:
+                self._update(rec, note=f"compensation via {comp.tool} held for approval")
+            emit("rac.compensation_held", level="warning", run_id=self.run_id, seq=rec.seq,
+                 tool=rec.tool, status="held")
+            return "held", comp.tool, "held for approval"
+        now = engine.clock.now()
+        with self._lock:
+            self._update(rec, status=RecordStatus.COMPENSATING)
+            crec = Record(self.run_id, next(self._seq), comp.tool, RecordKind.COMPENSATION,
+                          RecordStatus.PENDING, rec.agent_id, rec.scope,
+                          store_value(cargs, engine.max_value_chars), None, None, 0, key, [],
+                          rec.seq, None, True, False, None, now, now)
+            self._append(crec)
+        invoke = Invoke(tool.invoke, tool.ainvoke, cargs, shielded=True)
+        policy = comp.retry or engine.compensation_retry
+        ok, _raw, value, err, _cls = yield from self._attempts(comp.tool, crec, invoke, policy,
+                                                               shielded=True)
+        with self._lock:
+            if ok:
+                self._update(crec, status=RecordStatus.COMPLETED,
+                             result=store_value(value, engine.max_value_chars))
+                self._update(rec, status=RecordStatus.COMPENSATED)
+                return "compensated", comp.tool, None
+            assert err is not None
+            msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
+            self._update(crec, status=RecordStatus.FAILED, error=_error_text(err),
+                         result=store_value(value, engine.max_value_chars))
+            self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=msg)
+            return "failed", comp.tool, msg
+
+    # -- public entry points -----------------------------------------------------------------
+    def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
+                agent_id: str | None = None, depends_on: Iterable[int] = ()) -> CallOutcome:
+        """Run one tool call under RAC (the adapter API, blocking).
+
+        ``invoke(tool_name, args)`` performs a call of the named tool (the requested one or an
+        alternative) through the framework and returns its raw result or raises.
+        """
+        self._start()
+        return drive_sync(self._call_flow(name, dict(args), agent_id, depends_on, invoke, None),
+                          self.engine.clock, self.engine.passthrough)
+
+    async def aexecute(self, name: str, args: dict[str, Any],
+                       ainvoke: AsyncInvoker, *, agent_id: str | None = None,
+                       depends_on: Iterable[int] = ()) -> CallOutcome:
+        """Run one tool call under RAC without blocking the event loop (the adapter API)."""
+        self._start()
+
+        def sync_unused(tool: str, a: dict[str, Any]) -> Any:  # pragma: no cover
+            raise RuntimeError("the async path never calls tools synchronously")
+
+        return await drive_async(
+            self._call_flow(name, dict(args), agent_id, depends_on, sync_unused, ainvoke),
+            self.engine.clock, self.engine.passthrough)
+
+    def _resolve(self, tool: str | Tool | Callable[..., Any]) -> Tool:
+        if isinstance(tool, str):
+            found = self.tool(tool)
+            if found is None:
+                raise KeyError(f"unknown tool {tool!r}: pass the function, or register it with "
+                               f"rac.RAC(tools=[...]) or run.add_tools([...])")
+            return found
+        t = as_tool(tool)
+        if self._tools.get(t.name) is not t:
+            self.add_tools([t])
+        return t
+
+    def call(self, tool: str | Tool | Callable[..., Any], /, **args: Any) -> Any:
+        """Call a tool under RAC and return its result.
+
+        Raises :class:`rac.ToolCallFailed` (carrying the report) after a rollback, and
+        :class:`rac.NoCompensationError` when the call was refused.
+        """
+        t = self._resolve(tool)
+        outcome = self.execute(t.name, args, lambda name, a: self._resolve(name).invoke(a))
+        return _unwrap(outcome, self.engine)
+
+    async def acall(self, tool: str | Tool | Callable[..., Any], /, **args: Any) -> Any:
+        """Async :meth:`call`."""
+        t = self._resolve(tool)
+
+        async def ainvoke(name: str, a: dict[str, Any]) -> Any:
+            return await self._resolve(name).ainvoke(a)
+
+        outcome = await self.aexecute(t.name, args, ainvoke)
+        return _unwrap(outcome, self.engine)
+
+    def rollback(self, reason: str = "rolled back on request", *,
+                 scope: str | None = None) -> RecoveryReport:
+        """Compensate every completed side effect of ``scope`` (default: the current one)."""
+        self._start()
+        return drive_sync(self._rollback_flow(scope or self.current_scope(), reason=reason),
+                          self.engine.clock, self.engine.passthrough)
+
+    async def arollback(self, reason: str = "rolled back on request", *,
+                        scope: str | None = None) -> RecoveryReport:
+        """Async :meth:`rollback`; a cancellation waits for the rollback to finish."""
+        self._start()
+        return await drive_async(
+            self._rollback_flow(scope or self.current_scope(), reason=reason),
+            self.engine.clock, self.engine.passthrough)
+
+
+def _unwrap(outcome: CallOutcome, engine: RAC) -> Any:
+    if outcome.ok:
+        return outcome.result
+    if outcome.refused:
+        raise NoCompensationError(outcome.message or "refused")
+    if outcome.report is not None:
+        raise ToolCallFailed(outcome.report, outcome.message)
+    raise ToolCallFailed(
+        RecoveryReport(run_id="", failed_tool=outcome.tool, reason=outcome.message or ""),
+        outcome.message)
+
+
+class Scope:
+    """A nested transaction scope of a run (see :meth:`Run.scope`)."""
+
+    def __init__(self, run: Run, scope_id: str) -> None:
+        self.run = run
+        self.scope_id = scope_id
+        self._token: Token[tuple[Run, str] | None] | None = None
+
+    def __enter__(self) -> Scope:
+        self._token = _CURRENT_SCOPE.set((self.run, self.scope_id))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            if exc is not None and not isinstance(exc, ToolCallFailed):
+                self.run.rollback(reason=f"scope aborted by {type(exc).__name__}",
+                                  scope=self.scope_id)
+        finally:
+            if self._token is not None:
+                _CURRENT_SCOPE.reset(self._token)
+
+    async def __aenter__(self) -> Scope:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        try:
+            if exc is not None and not isinstance(exc, ToolCallFailed):
+                await self.run.arollback(reason=f"scope aborted by {type(exc).__name__}",
+                                         scope=self.scope_id)
+        finally:
+            if self._token is not None:
+                _CURRENT_SCOPE.reset(self._token)
+
+
+def current_run() -> Run | None:
+    """The run open in this context (thread or task), if any."""
+    return _CURRENT_RUN.get()

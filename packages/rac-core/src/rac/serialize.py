@@ -1,0 +1,133 @@
+"""Turning tool arguments and results into JSON-safe, redacted, size-capped values for the log."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+#: Keys whose values are replaced by :data:`REDACTED` wherever they appear.
+SECRET_KEY_PATTERN = re.compile(
+    r"(pass(word|wd)?|secret|token|api[_-]?key|apikey|authorization|auth|credential|"
+    r"private[_-]?key|card[_-]?(number|no)|^pan$|cvv|cvc|ssn)",
+    re.IGNORECASE,
+)
+#: Digit runs that look like payment card numbers (13 to 19 digits, spaces or dashes allowed).
+CARD_NUMBER_PATTERN = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
+REDACTED = "[REDACTED]"
+#: Largest serialised size (characters) of one stored value before it is truncated.
+DEFAULT_MAX_CHARS = 64_000
+
+
+def _luhn_ok(digits: str) -> bool:
+    total, alt = 0, False
+    for ch in reversed(digits):
+        d = ord(ch) - 48
+        if alt:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+        alt = not alt
+    return total % 10 == 0
+
+
+def _redact_text(text: str) -> str:
+    if len(text) < 13 or not any(c.isdigit() for c in text):
+        return text
+
+    def repl(m: re.Match[str]) -> str:
+        digits = re.sub(r"\D", "", m.group(0))
+        return REDACTED if _luhn_ok(digits) else m.group(0)
+
+    return CARD_NUMBER_PATTERN.sub(repl, text)
+
+
+def is_secret_key(key: str) -> bool:
+    """True if a mapping key names a secret (password, token, api_key, card number, ...)."""
+    return bool(SECRET_KEY_PATTERN.search(key))
+
+
+def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value``: pydantic models and dataclasses become dicts, secrets are
+    redacted, JSON strings stay strings, and anything else unknown becomes a tagged ``repr``."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return _redact_text(value) if redact else value
+    if _depth > 32:
+        return {"__type__": type(value).__name__, "repr": "<nested too deep>"}
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if redact and is_secret_key(key) and v is not None:
+                out[key] = REDACTED
+            else:
+                out[key] = to_jsonable(v, redact=redact, _depth=_depth + 1)
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v, redact=redact, _depth=_depth + 1) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return to_jsonable(dump(mode="json"), redact=redact, _depth=_depth + 1)
+        except Exception:  # noqa: BLE001 - fall through to repr
+            pass
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value), redact=redact, _depth=_depth + 1)
+    if isinstance(value, bytes):
+        return {"__type__": "bytes", "len": len(value),
+                "sha256": hashlib.sha256(value).hexdigest()}
+    text = repr(value)
+    return {"__type__": f"{type(value).__module__}.{type(value).__qualname__}",
+            "repr": _redact_text(text)[:2000]}
+
+
+def as_fields(value: Any) -> Any:
+    """Read ``value`` as structured data: parse JSON strings, dump pydantic models and dataclasses.
+
+    Used for mapping arguments and detecting errors; returns the value unchanged when it has no
+    structure (a plain string, a number).
+    """
+    if isinstance(value, str):
+        s = value.strip()
+        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
+            try:
+                return json.loads(s)
+            except ValueError:
+                return value
+        return value
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump()
+        except Exception:  # noqa: BLE001
+            return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
+    """Return ``value`` or, when its JSON exceeds ``max_chars``, a marker holding its hash,
+    its size and a truncated prefix, so the log stays bounded and nothing is silently lost."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str) and len(value) <= max_chars:
+        return value
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    if len(text) <= max_chars:
+        return value
+    return {"__truncated__": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "size": len(text), "prefix": text[: max(max_chars // 4, 256)]}
+
+
+def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
+    """Everything a value goes through before it is written to the log or an event."""
+    return cap(to_jsonable(value), max_chars)

@@ -1,0 +1,46 @@
+"""Transaction log stores and :func:`open_store`, which opens one from a URL."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rac.errors import StoreError
+from rac.stores.base import Store
+from rac.stores.memory import MemoryStore
+from rac.stores.sqlite import SQLiteStore
+
+__all__ = ["DEFAULT_STORE_URL", "MemoryStore", "SQLiteStore", "Store", "open_store"]
+
+#: Where the log lives when no store is given and ``RAC_STORE`` is not set.
+DEFAULT_STORE_URL = "sqlite:///.rac/rac.db"
+
+
+def open_store(store: Store | str | Path | None = None) -> Store:
+    """Open a store from an object, a URL (``memory://``, ``sqlite:///path``,
+    ``postgresql://...``), or by default the URL in ``RAC_STORE`` or ``.rac/rac.db``."""
+    if store is None:
+        store = os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
+    if isinstance(store, Path):
+        return SQLiteStore(store)
+    if not isinstance(store, str):
+        missing = [m for m in ("append", "update_record", "get_records", "create_run")
+                   if not callable(getattr(store, m, None))]
+        if missing:
+            raise StoreError(f"{type(store).__name__} is not a store: it lacks {', '.join(missing)}")
+        return store
+    url = store.strip()
+    if url in ("memory://", "memory:", "memory"):
+        return MemoryStore()
+    if url.startswith("sqlite://"):
+        return SQLiteStore.from_url(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from rac.stores.postgres import PostgresStore
+        except ImportError as e:  # pragma: no cover - depends on the extra
+            raise StoreError(
+                f"store URL {url!r} needs the PostgreSQL driver: pip install 'rac-core[postgres]' "
+                f"({e})") from e
+        return PostgresStore(url)
+    raise StoreError(f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db "
+                     "or postgresql://user@host/db")

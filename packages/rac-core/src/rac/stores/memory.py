@@ -1,0 +1,87 @@
+"""The in-memory store: fast, for tests and for runs that need no durability."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from rac.errors import ConflictError
+from rac.models import Record, RunInfo, RunStatus
+
+
+class MemoryStore:
+    """A transaction log held in process memory. Appends and updates are O(1); thread-safe."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._runs: dict[str, RunInfo] = {}
+        self._records: dict[str, dict[int, Record]] = {}
+        self._lock = threading.Lock()
+
+    def create_run(self, run: RunInfo) -> None:
+        with self._lock:
+            if run.run_id in self._runs:
+                raise ConflictError(f"run {run.run_id!r} already exists in the log")
+            self._runs[run.run_id] = run.copy()
+            self._records.setdefault(run.run_id, {})
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        run = self._runs.get(run_id)
+        return run.copy() if run else None
+
+    def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
+                  limit: int | None = None) -> list[RunInfo]:
+        wanted = _statuses(status)
+        with self._lock:
+            runs = [r.copy() for r in self._runs.values() if wanted is None or r.status in wanted]
+        runs.sort(key=lambda r: r.created_at, reverse=True)
+        return runs[:limit] if limit else runs
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self._lock:
+            run = self._runs[run_id]
+            for k, v in fields.items():
+                setattr(run, k, RunStatus(v) if k == "status" else v)
+
+    def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return False
+            if run.owner not in (None, owner) and run.lease_until > now:
+                return False
+            run.owner = owner
+            run.lease_until = now + lease_seconds
+            return True
+
+    def append(self, record: Record) -> None:
+        with self._lock:
+            recs = self._records.setdefault(record.run_id, {})
+            if record.seq in recs:
+                raise ConflictError(
+                    f"record {record.run_id}#{record.seq} already exists ({recs[record.seq].tool}); "
+                    "refusing to overwrite it")
+            recs[record.seq] = record.copy()
+
+    def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
+        with self._lock:
+            rec = self._records[run_id][seq]
+            for k, v in fields.items():
+                setattr(rec, k, v)
+
+    def get_records(self, run_id: str) -> list[Record]:
+        with self._lock:
+            recs = self._records.get(run_id, {})
+            return [recs[s].copy() for s in sorted(recs)]
+
+    def close(self) -> None:
+        return None
+
+
+def _statuses(status: RunStatus | Iterable[RunStatus] | str | None) -> set[RunStatus] | None:
+    if status is None:
+        return None
+    if isinstance(status, str):
+        return {RunStatus(status)}
+    return {RunStatus(s) for s in status}

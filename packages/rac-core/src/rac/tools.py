@@ -1,0 +1,124 @@
+"""Tools as RAC calls them: a name, a sync and/or async callable taking keyword arguments, and
+the names of its parameters (used to map compensation arguments)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SyncCall = Callable[[dict[str, Any]], Any]
+AsyncCall = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass
+class Tool:
+    """A tool RAC can call by name.
+
+    ``call`` and ``acall`` take the arguments as one dict. Give at least one; the other is derived
+    (an async-only tool called synchronously runs on a private event loop; a sync-only tool
+    called asynchronously runs in a worker thread). ``params`` lists the parameter names (None if
+    unknown) and ``required`` those without a default.
+    """
+
+    name: str
+    call: SyncCall | None = None
+    acall: AsyncCall | None = None
+    params: list[str] | None = None
+    required: list[str] = field(default_factory=list)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a tool needs a non-empty string name, got {self.name!r}")
+        if self.call is None and self.acall is None:
+            raise ValueError(f"tool {self.name!r} needs a call or an acall")
+
+    def invoke(self, args: dict[str, Any]) -> Any:
+        """Call the tool synchronously."""
+        if self.call is not None:
+            return self.call(args)
+        assert self.acall is not None
+        return _run_coroutine(self.acall(args))
+
+    async def ainvoke(self, args: dict[str, Any]) -> Any:
+        """Call the tool without blocking the event loop."""
+        if self.acall is not None:
+            return await self.acall(args)
+        assert self.call is not None
+        return await asyncio.to_thread(self.call, args)
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], name: str | None = None) -> Tool:
+        """A tool from a plain function or coroutine function; its parameters come from its
+        signature."""
+        tool_name = name or getattr(fn, "__name__", None)
+        if not tool_name:
+            raise ValueError(f"cannot name the tool {fn!r}: pass name=")
+        params, required = signature_params(fn)
+        doc = inspect.getdoc(fn) or ""
+        if inspect.iscoroutinefunction(fn):
+            async def acall(args: dict[str, Any]) -> Any:
+                return await fn(**args)
+            return cls(tool_name, acall=acall, params=params, required=required, description=doc)
+        return cls(tool_name, call=lambda args: fn(**args), params=params, required=required,
+                   description=doc)
+
+
+def signature_params(fn: Callable[..., Any]) -> tuple[list[str] | None, list[str]]:
+    """The keyword parameter names of ``fn`` and those without a default; (None, []) when the
+    signature cannot be read or takes ``**kwargs``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None, []
+    params: list[str] = []
+    required: list[str] = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            return None, []
+        if p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
+            continue
+        params.append(p.name)
+        if p.default is p.empty:
+            required.append(p.name)
+    return params, required
+
+
+def as_tool(obj: Tool | Callable[..., Any], name: str | None = None) -> Tool:
+    """Coerce a :class:`Tool` or a plain function to a :class:`Tool`."""
+    if isinstance(obj, Tool):
+        return obj
+    if callable(obj):
+        return Tool.from_function(obj, name=name)
+    raise TypeError(f"expected a rac.Tool or a function, got {type(obj).__name__}: {obj!r}")
+
+
+def tools_by_name(tools: Sequence[Tool | Callable[..., Any]] | None) -> dict[str, Tool]:
+    """A name -> Tool table; a duplicate name is an error."""
+    out: dict[str, Tool] = {}
+    for t in tools or ():
+        tool = as_tool(t)
+        if tool.name in out and out[tool.name] is not tool:
+            raise ValueError(f"two different tools are named {tool.name!r}")
+        out[tool.name] = tool
+    return out
+
+
+def _run_coroutine(coro: Awaitable[Any]) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(coro))
+    # Called synchronously from inside a running loop: run in a private loop on a thread.
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(functools.partial(asyncio.run, _await(coro))).result()
+
+
+async def _await(aw: Awaitable[Any]) -> Any:
+    return await aw

@@ -1,0 +1,1 @@
+"""RAC for CrewAI."""

@@ -11,10 +11,11 @@ from typing import Any
 
 #: Keys whose values are replaced by :data:`REDACTED` wherever they appear.
 SECRET_KEY_PATTERN = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|apikey|authorization|auth|credential|"
-    r"private[_-]?key|card[_-]?(number|no)|^pan$|cvv|cvc|ssn)",
+    r"password|passwd|passphrase|secret|token(?!s)|api[_-]?key|authorization|credential|"
+    r"private[_-]?key|card[_-]?(number|num|no)$|cvv|cvc",
     re.IGNORECASE,
 )
+_SECRET_WHOLE_KEYS = frozenset({"auth", "pwd", "pin", "ssn", "pan", "cookie"})
 #: Digit runs that look like payment card numbers (13 to 19 digits, spaces or dashes allowed).
 CARD_NUMBER_PATTERN = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
 REDACTED = "[REDACTED]"
@@ -48,7 +49,7 @@ def _redact_text(text: str) -> str:
 
 def is_secret_key(key: str) -> bool:
     """True if a mapping key names a secret (password, token, api_key, card number, ...)."""
-    return bool(SECRET_KEY_PATTERN.search(key))
+    return key.lower() in _SECRET_WHOLE_KEYS or bool(SECRET_KEY_PATTERN.search(key))
 
 
 def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:

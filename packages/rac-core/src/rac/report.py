@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +23,7 @@ class UndoneAction(BaseModel):
     tool: str
     compensator: str | None = None
     error: str | None = None
-    args: dict[str, Any] = Field(default_factory=dict)
+    ref: str | None = None
 
 
 class RecoveryReport(BaseModel):
@@ -69,11 +67,8 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _args_hint(args: dict[str, Any]) -> str:
-    if not args:
-        return ""
-    text = json.dumps(args, default=str, ensure_ascii=False)
-    return f" {text}" if len(text) <= 80 else f" {text[:77]}...}}"
+def _name(u: UndoneAction) -> str:
+    return f"{u.tool} {u.ref}" if u.ref else u.tool
 
 
 def render_report(report: RecoveryReport) -> str:
@@ -90,23 +85,22 @@ def render_report(report: RecoveryReport) -> str:
     else:
         lines.append(f"RAC: rolled back this run ({report.reason or 'aborted'}).")
     if report.compensated:
-        done = ", ".join(f"{u.tool}{_args_hint(u.args)} via {u.compensator}"
-                         for u in report.compensated)
+        done = ", ".join(f"{_name(u)} (via {u.compensator})" for u in report.compensated)
         lines.append(f"Undone, newest first: {done}.")
     if report.in_flight:
         lines.append("Still running, will be undone when it completes: "
-                     + ", ".join(u.tool for u in report.in_flight) + ".")
+                     + ", ".join(_name(u) for u in report.in_flight) + ".")
     left = report.left_live
     if left:
         parts = []
         for u in report.compensation_failed:
-            parts.append(f"{u.tool} (undo via {u.compensator} failed: {u.error})")
+            parts.append(f"{_name(u)} (undo via {u.compensator} failed: {u.error})")
         for u in report.held:
-            parts.append(f"{u.tool} (undo held for approval)")
+            parts.append(f"{_name(u)} (undo held for approval)")
         for u in report.blocked:
-            parts.append(f"{u.tool} (kept: {u.error})")
+            parts.append(f"{_name(u)} (kept: {u.error})")
         for u in report.not_undoable:
-            parts.append(f"{u.tool} (cannot be undone)")
+            parts.append(f"{_name(u)} (cannot be undone)")
         lines.append("STILL LIVE: " + "; ".join(parts) + ". A person must check these.")
     if not report.compensated and not left and not report.in_flight:
         lines.append("Nothing earlier in this run needed undoing.")

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rac.classify import Classification, ErrorKind
-from rac.dependencies import DependencyIndex
+from rac.dependencies import DependencyIndex, result_ids
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
 from rac.events import emit
@@ -56,6 +56,12 @@ def idempotency_key(run_id: str, seq: int, kind: str) -> str:
 
 def _in_scope(record_scope: str, scope: str) -> bool:
     return record_scope == scope or record_scope.startswith(scope + ".")
+
+
+def _ref(rec: Record) -> str | None:
+    """A short handle for an action in a report: the first id its result holds."""
+    ids = result_ids(rec.result)
+    return str(ids[0]) if ids else None
 
 
 def _error_text(err: BaseException) -> str:
@@ -372,6 +378,7 @@ class Run:
             with self._lock:
                 self._in_flight.discard(rec.seq)
                 self._update(rec, status=RecordStatus.FAILED, error=_error_text(err),
+                             attempts=rec.attempts,
                              result=store_value(value, engine.max_value_chars))
             if first is None:
                 first = _Failure(tool, rec.seq, err, cls.kind, rec.attempts)
@@ -388,7 +395,7 @@ class Run:
                   value: Any) -> Flow[CallOutcome]:
         with self._lock:
             self._in_flight.discard(rec.seq)
-            self._update(rec, status=RecordStatus.COMPLETED,
+            self._update(rec, status=RecordStatus.COMPLETED, attempts=rec.attempts,
                          result=store_value(value, self.engine.max_value_chars))
             self._raw[rec.seq] = (args, value)
             if not rec.read_only:
@@ -431,7 +438,7 @@ class Run:
             report.failed_tool, report.failed_seq = failure.tool, failure.seq
             report.error, report.error_kind = _error_text(failure.error), str(failure.kind)
             report.attempts = failure.attempts
-        report.in_flight = [UndoneAction(seq=r.seq, tool=r.tool, args=r.args) for r in running]
+        report.in_flight = [UndoneAction(seq=r.seq, tool=r.tool, ref=_ref(r)) for r in running]
         emit("rac.rollback", run_id=self.run_id, scope=scope, status="started",
              seqs=[r.seq for r in order], reason=reason)
         engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
@@ -441,7 +448,7 @@ class Run:
         compensated: list[int] = []
         for rec in order:
             blockers = [d for d in dependents.get(rec.seq, ()) if d in live]
-            action = UndoneAction(seq=rec.seq, tool=rec.tool, args=rec.args)
+            action = UndoneAction(seq=rec.seq, tool=rec.tool, ref=_ref(rec))
             if blockers:
                 live.add(rec.seq)
                 b = self._records[blockers[0]]
@@ -537,14 +544,14 @@ class Run:
                                                                shielded=True)
         with self._lock:
             if ok:
-                self._update(crec, status=RecordStatus.COMPLETED,
+                self._update(crec, status=RecordStatus.COMPLETED, attempts=crec.attempts,
                              result=store_value(value, engine.max_value_chars))
                 self._update(rec, status=RecordStatus.COMPENSATED)
                 return "compensated", comp.tool, None
             assert err is not None
             msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
             self._update(crec, status=RecordStatus.FAILED, error=_error_text(err),
-                         result=store_value(value, engine.max_value_chars))
+                         attempts=crec.attempts, result=store_value(value, engine.max_value_chars))
             self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=msg)
             return "failed", comp.tool, msg
 

@@ -1,0 +1,48 @@
+"""``rac demo``: the offline trip booking that shows RAC undoing side effects."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rac.cli.render import records_table, run_json, table
+
+
+def register(sub: Any) -> None:
+    """Add ``rac demo`` to the parser."""
+    p = sub.add_parser("demo", help="book a trip offline and watch RAC undo it when a step fails",
+                       description="A scripted agent books a flight, a hotel, then a car in a "
+                                   "world with real state (a SQLite file beside the log). The "
+                                   "step named by --fail fails for good; RAC undoes the others, "
+                                   "newest first.")
+    p.add_argument("--fail", choices=["none", "flight", "hotel", "car"], default="car",
+                   help="which booking fails permanently (default: car)")
+    p.add_argument("--store", default=None,
+                   help="log URL: memory://, sqlite:///path.db (default: $RAC_STORE or "
+                        "sqlite:///.rac/rac.db)")
+    p.add_argument("--json", action="store_true", help="print the run as JSON")
+    p.set_defaults(handler=demo)
+
+
+def demo(args: argparse.Namespace) -> int:
+    """Run the demo and print the log and the world."""
+    from rac.cli.main import print_json
+    from rac.demo import run_demo
+
+    result = run_demo(fail=args.fail, store=args.store)
+    if args.json:
+        obj = run_json(result.run_id, str(result.status), result.records)
+        obj["world"] = result.world
+        print_json(obj)
+        return 0
+    print(f"run {result.run_id}: {result.status}\n")
+    print("What the agent was told:")
+    for line in result.agent_saw:
+        print("  " + line.replace("\n", "\n  "))
+    print("\nTransaction log:")
+    print(records_table(result.records))
+    print("\nLive bookings in the world:")
+    rows = [(b["booking_id"], b["kind"], b["who"], b["place"], b["detail"])
+            for kind in ("flights", "hotels", "cars") for b in result.world[kind]]
+    print(table(["booking", "kind", "who", "place", "detail"], rows) if rows else "  (none)")
+    return 0

@@ -1,0 +1,90 @@
+"""The demo's world, engine and scripted agent."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rac.engine import RAC
+from rac.errors import ToolCallFailed
+from rac.models import Record, RunStatus
+from rac.retry import RetryPolicy
+from rac.stores import DEFAULT_STORE_URL, open_store
+from rac.stores.sqlite import path_from_url
+from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
+
+#: The scripted agent's plan: (tool, arguments).
+DEMO_STEPS: list[tuple[str, dict[str, Any]]] = [
+    ("book_flight", {"passenger": "Ada Lovelace", "origin": "LHR", "dest": "CDG"}),
+    ("book_hotel", {"guest": "Ada Lovelace", "city": "Paris", "nights": 3}),
+    ("book_car", {"driver": "Ada Lovelace", "city": "Paris"}),
+]
+FAIL_CHOICES = ("none", "flight", "hotel", "car")
+
+
+def world_path_for(store_url: str) -> str:
+    """Where the demo keeps its world: a SQLite file beside a SQLite log, else under .rac/."""
+    if store_url.startswith("sqlite://"):
+        return str(Path(path_from_url(store_url)).with_name("demo-world.db"))
+    return str(Path(".rac") / "demo-world.db")
+
+
+def build_engine(world: TravelWorld, store: str | None = None) -> RAC:
+    """The demo's engine: the travel world's compensation pairs, a short retry policy, and the
+    world's tools, so it can compensate (and recover) on its own."""
+    return RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+               tools=world.tools(), store=store,
+               retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2, jitter=0),
+               compensation_retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2,
+                                              jitter=0),
+               agent_id="demo-agent")
+
+
+@dataclass
+class DemoResult:
+    """What a demo run left behind: the run, its records, the world, and what the agent saw."""
+
+    run_id: str
+    status: RunStatus
+    records: list[Record]
+    world: dict[str, list[dict[str, Any]]]
+    agent_saw: list[str] = field(default_factory=list)
+
+
+def world_state(world: TravelWorld) -> dict[str, list[dict[str, Any]]]:
+    """The bookings still live, by kind."""
+    return {"flights": world.live("flight"), "hotels": world.live("hotel"),
+            "cars": world.live("car")}
+
+
+def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool = True,
+             world_path: str | None = None) -> DemoResult:
+    """Run the scripted trip booking once, with ``fail`` naming the booking that fails for good."""
+    if fail not in FAIL_CHOICES:
+        raise ValueError(f"--fail must be one of {', '.join(FAIL_CHOICES)}, got {fail!r}")
+    store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
+    path = world_path or world_path_for(store_url)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if fresh_world:
+        for suffix in ("", "-wal", "-shm"):
+            Path(path + suffix).unlink(missing_ok=True)
+    world = TravelWorld(path)
+    if fail != "none":
+        world.fail(f"book_{fail}", "permanent", message=f"no {fail} available on those dates")
+    engine = build_engine(world, open_store(store_url))
+    agent_saw: list[str] = []
+    with engine.run(agent_id="demo-agent") as run:
+        for tool, args in DEMO_STEPS:
+            try:
+                result = run.call(tool, **args)
+            except ToolCallFailed as failed:
+                agent_saw.append(str(failed))
+                break
+            agent_saw.append(f"{tool} -> {result['booking_id']}")
+    result = DemoResult(run.run_id, run.status, engine.store.get_records(run.run_id),
+                        world_state(world), agent_saw)
+    world.close()
+    engine.store.close()
+    return result

@@ -1,0 +1,311 @@
+"""The store conformance suite: what every transaction log backend must do.
+
+Subclass :class:`StoreConformance` in a test module and give it a ``store`` fixture that yields a
+fresh, empty store (and closes it)::
+
+    import pytest
+    from rac.testing.conformance import StoreConformance
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self):
+            s = MyStore(...)
+            yield s
+            s.close()
+
+Every test method is inherited; pytest collects them for each subclass. Needs pytest.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from rac.errors import ConflictError
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.stores.base import Store
+
+#: Values a log must give back exactly as written (args and results are JSON values).
+JSON_SAMPLES: list[Any] = [
+    None, True, False, 0, -7, 2**53, 3.25, -0.5, "", "plain", "ünïcödé ✈ 東京", "quote \" \\ /",
+    "line\nbreak\ttab", '{"looks": "like json"}', [], {}, [1, "two", None, [3.5]],
+    {"nested": {"deep": [1, {"x": None}]}, "b": [True, False], "z": "last", "a": "first"},
+]
+
+
+def _rid() -> str:
+    return f"conf-{uuid.uuid4().hex[:10]}"
+
+
+def make_record(run_id: str, seq: int, tool: str = "book_flight", **kw: Any) -> Record:
+    """A record with every field set to something other than its default."""
+    base: dict[str, Any] = dict(
+        kind=RecordKind.ACTION, status=RecordStatus.PENDING, agent_id="agent-7", scope="0.1",
+        args={"passenger": "ada", "n": seq}, result=None, error=None, attempts=1,
+        idempotency_key=f"key-{run_id}-{seq}", depends_on=[], compensates=None,
+        alternative_of=None, compensable=True, read_only=False, note=None,
+        created_at=1000.0 + seq, updated_at=1000.0 + seq)
+    base.update(kw)
+    return Record(run_id, seq, tool, **base)
+
+
+class StoreConformance:
+    """Inherit this and provide a ``store`` fixture; every ``test_*`` method checks one promise
+    of :class:`rac.stores.Store`."""
+
+    @pytest.fixture
+    def store(self) -> Store:  # pragma: no cover - subclasses override
+        raise NotImplementedError("give the conformance suite a `store` fixture")
+
+    # -- runs ----------------------------------------------------------------------------------
+    def test_create_and_get_run(self, store: Store) -> None:
+        rid = _rid()
+        assert store.get_run(rid) is None
+        store.create_run(RunInfo(rid, "agent-1", RunStatus.RUNNING, 10.0, 11.0, owner="me",
+                                 lease_until=0.0, summary="s"))
+        got = store.get_run(rid)
+        assert got == RunInfo(rid, "agent-1", RunStatus.RUNNING, 10.0, 11.0, owner="me",
+                              lease_until=0.0, summary="s")
+        assert isinstance(got.status, RunStatus)
+
+    def test_duplicate_run_is_a_conflict(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid, "first", created_at=1.0, updated_at=1.0))
+        with pytest.raises(ConflictError):
+            store.create_run(RunInfo(rid, "second", created_at=2.0, updated_at=2.0))
+        got = store.get_run(rid)
+        assert got is not None and got.agent_id == "first"
+
+    def test_update_run(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid, created_at=1.0, updated_at=1.0))
+        store.update_run(rid, status=RunStatus.NEEDS_ATTENTION, summary="left: #2",
+                         updated_at=5.0)
+        got = store.get_run(rid)
+        assert got is not None
+        assert (got.status, got.summary, got.updated_at) == (RunStatus.NEEDS_ATTENTION,
+                                                             "left: #2", 5.0)
+
+    def test_list_runs_by_status_newest_first(self, store: Store) -> None:
+        mine = {}
+        for i, status in enumerate([RunStatus.RUNNING, RunStatus.COMPENSATED,
+                                    RunStatus.NEEDS_ATTENTION, RunStatus.RUNNING,
+                                    RunStatus.COMPENSATING]):
+            rid = _rid()
+            mine[rid] = status
+            store.create_run(RunInfo(rid, status=status, created_at=100.0 + i,
+                                     updated_at=100.0 + i))
+        every = [r.run_id for r in store.list_runs() if r.run_id in mine]
+        assert every == list(mine)[::-1]
+        running = [r.run_id for r in store.list_runs(RunStatus.RUNNING) if r.run_id in mine]
+        assert running == [k for k, v in mine.items() if v is RunStatus.RUNNING][::-1]
+        either = {r.run_id for r in store.list_runs([RunStatus.RUNNING, RunStatus.COMPENSATING])
+                  if r.run_id in mine}
+        assert either == {k for k, v in mine.items()
+                          if v in (RunStatus.RUNNING, RunStatus.COMPENSATING)}
+        attention = store.list_runs(RunStatus.NEEDS_ATTENTION)
+        assert all(r.status is RunStatus.NEEDS_ATTENTION for r in attention)
+        assert len(store.list_runs(limit=2)) == 2
+
+    # -- claims ----------------------------------------------------------------------------------
+    def test_claim_run_is_compare_and_set_with_a_lease(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid, owner="dead-process", lease_until=0.0))
+        assert store.claim_run(rid, "recoverer-a", now=1000.0, lease_seconds=30.0)
+        assert not store.claim_run(rid, "recoverer-b", now=1010.0, lease_seconds=30.0)
+        got = store.get_run(rid)
+        assert got is not None and (got.owner, got.lease_until) == ("recoverer-a", 1030.0)
+        # The holder may renew its own lease.
+        assert store.claim_run(rid, "recoverer-a", now=1020.0, lease_seconds=30.0)
+        assert not store.claim_run(rid, "recoverer-b", now=1049.0, lease_seconds=30.0)
+        # Once the lease has run out, another owner may take over.
+        assert store.claim_run(rid, "recoverer-b", now=1050.0, lease_seconds=30.0)
+        got = store.get_run(rid)
+        assert got is not None and got.owner == "recoverer-b"
+
+    def test_claim_of_unknown_run_fails(self, store: Store) -> None:
+        assert not store.claim_run(_rid(), "me", now=1.0, lease_seconds=1.0)
+
+    def test_unowned_run_can_be_claimed(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid, owner=None))
+        assert store.claim_run(rid, "me", now=1.0, lease_seconds=5.0)
+
+    # -- records ---------------------------------------------------------------------------------
+    def test_append_and_get_round_trip_every_field(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        rec = make_record(rid, 1, result={"booking_id": "FL-1"}, status=RecordStatus.COMPLETED,
+                          error="an error", attempts=3, depends_on=[], note="a note")
+        comp = make_record(rid, 2, "cancel_flight", kind=RecordKind.COMPENSATION,
+                           compensates=1, depends_on=[1], alternative_of=None,
+                           compensable=False, read_only=True)
+        store.append(rec)
+        store.append(comp)
+        assert store.get_records(rid) == [rec, comp]
+        got = store.get_records(rid)
+        assert isinstance(got[0].kind, RecordKind) and isinstance(got[0].status, RecordStatus)
+
+    def test_duplicate_record_is_a_conflict_never_an_overwrite(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        first = make_record(rid, 1, "book_flight", args={"v": "first"})
+        store.append(first)
+        with pytest.raises(ConflictError):
+            store.append(make_record(rid, 1, "book_hotel", args={"v": "second"}))
+        assert store.get_records(rid) == [first]
+
+    def test_same_seq_in_other_runs_is_no_conflict(self, store: Store) -> None:
+        a, b = _rid(), _rid()
+        store.append(make_record(a, 1))
+        store.append(make_record(b, 1))
+        assert len(store.get_records(a)) == len(store.get_records(b)) == 1
+
+    def test_update_record(self, store: Store) -> None:
+        rid = _rid()
+        store.append(make_record(rid, 1))
+        store.update_record(rid, 1, status=RecordStatus.COMPLETED, result={"booking_id": "X"},
+                            attempts=2, updated_at=2000.0)
+        (got,) = store.get_records(rid)
+        assert (got.status, got.result, got.attempts, got.updated_at) == (
+            RecordStatus.COMPLETED, {"booking_id": "X"}, 2, 2000.0)
+        assert got.args == {"passenger": "ada", "n": 1}
+
+    def test_update_of_missing_record_raises_key_error(self, store: Store) -> None:
+        rid = _rid()
+        store.append(make_record(rid, 1))
+        with pytest.raises(KeyError):
+            store.update_record(rid, 2, status=RecordStatus.COMPLETED)
+        with pytest.raises(KeyError):
+            store.update_record(_rid(), 1, status=RecordStatus.COMPLETED)
+
+    @pytest.mark.parametrize("value", JSON_SAMPLES, ids=lambda v: type(v).__name__)
+    def test_json_values_round_trip(self, store: Store, value: Any) -> None:
+        rid = _rid()
+        store.append(make_record(rid, 1, args={"value": value}, result=value))
+        store.update_record(rid, 2 - 1, result=value)
+        (got,) = store.get_records(rid)
+        assert got.args == {"value": value} and got.result == value
+        assert type(got.result) is type(value)
+
+    def test_records_come_back_in_seq_order(self, store: Store) -> None:
+        rid = _rid()
+        for seq in (5, 1, 12, 3, 2):
+            store.append(make_record(rid, seq))
+        assert [r.seq for r in store.get_records(rid)] == [1, 2, 3, 5, 12]
+        assert store.get_records(_rid()) == []
+
+    def test_reads_are_copies(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        store.append(make_record(rid, 1, depends_on=[7]))
+        got = store.get_records(rid)[0]
+        got.args["passenger"] = "mallory"
+        got.depends_on.append(99)
+        run = store.get_run(rid)
+        assert run is not None
+        run.status = RunStatus.COMPENSATED
+        again = store.get_records(rid)[0]
+        assert again.args["passenger"] == "ada" and again.depends_on == [7]
+        assert store.get_run(rid).status is RunStatus.RUNNING  # type: ignore[union-attr]
+
+    # -- threads ---------------------------------------------------------------------------------
+    def test_threads_append_without_losing_records(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        errors: list[BaseException] = []
+        n_threads, per_thread = 6, 15
+
+        def writer(t: int) -> None:
+            try:
+                for i in range(per_thread):
+                    seq = t * per_thread + i + 1
+                    store.append(make_record(rid, seq))
+                    store.update_record(rid, seq, status=RecordStatus.COMPLETED)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(t,)) for t in range(n_threads)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        recs = store.get_records(rid)
+        assert [r.seq for r in recs] == list(range(1, n_threads * per_thread + 1))
+        assert all(r.status is RecordStatus.COMPLETED for r in recs)
+
+    def test_racing_duplicate_appends_one_wins(self, store: Store) -> None:
+        rid = _rid()
+        outcomes: list[str] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(6)
+
+        def writer(t: int) -> None:
+            barrier.wait()
+            try:
+                store.append(make_record(rid, 1, f"tool_{t}"))
+                res = "won"
+            except ConflictError:
+                res = "conflict"
+            with lock:
+                outcomes.append(res)
+
+        threads = [threading.Thread(target=writer, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert sorted(outcomes) == ["conflict"] * 5 + ["won"]
+        assert len(store.get_records(rid)) == 1
+
+    def test_racing_claims_one_wins(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid, owner="dead", lease_until=0.0))
+        wins: list[str] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(6)
+
+        def claimer(t: int) -> None:
+            barrier.wait()
+            if store.claim_run(rid, f"recoverer-{t}", now=500.0, lease_seconds=60.0):
+                with lock:
+                    wins.append(f"recoverer-{t}")
+
+        threads = [threading.Thread(target=claimer, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(wins) == 1
+        run = store.get_run(rid)
+        assert run is not None and run.owner == wins[0]
+
+
+#: The environment variable naming the PostgreSQL server the test suites use.
+POSTGRES_URL_ENV = "RAC_TEST_POSTGRES_URL"
+
+
+def postgres_test_url(schema: str | None = None) -> str:
+    """The URL of the test PostgreSQL server (from ``$RAC_TEST_POSTGRES_URL``), with
+    ``rac_schema`` set to ``schema`` (a fresh one per caller keeps tests apart).
+
+    Skips the calling test with a clear reason when the variable is unset, except under CI
+    (``CI=true``), where a missing server fails the test: CI must always run these.
+    """
+    import os
+
+    url = os.environ.get(POSTGRES_URL_ENV, "").strip()
+    if not url:
+        reason = (f"{POSTGRES_URL_ENV} is not set: no PostgreSQL server to test against "
+                  "(run `eval \"$(.ci/postgres.sh start)\"` to start one)")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {reason}")
+        pytest.skip(reason)
+    if schema is None:
+        schema = f"rac_t_{uuid.uuid4().hex[:12]}"
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}rac_schema={schema}"

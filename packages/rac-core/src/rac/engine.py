@@ -184,3 +184,36 @@ class RAC:
             with self.run() as own:
                 return own.call(tool, **bind(*args, **kwargs))
         return cast(F, wrapper)
+
+    # -- crash recovery (rac.recovery) ----------------------------------------------------------
+    def recover(self, run_ids: Iterable[str] | None = None, *, lease_seconds: float = 300.0,
+                stale_after: float | None = None) -> list[Any]:
+        """Recover runs left unfinished by a dead process: claim each (one recoverer per run)
+        and compensate everything it completed, in-doubt calls included. Returns a
+        :class:`rac.recovery.RecoveredRun` per run. See :func:`rac.recovery.recover`."""
+        from rac.recovery import recover
+
+        return list(recover(self, run_ids, lease_seconds=lease_seconds,
+                            stale_after=stale_after))
+
+    async def arecover(self, run_ids: Iterable[str] | None = None, *,
+                       lease_seconds: float = 300.0,
+                       stale_after: float | None = None) -> list[Any]:
+        """Async :meth:`recover`."""
+        from rac.recovery import arecover
+
+        return list(await arecover(self, run_ids, lease_seconds=lease_seconds,
+                                   stale_after=stale_after))
+
+    def resume(self, run_id: str) -> Any:
+        """Retry a run's failed compensations (dead letters) after the cause was fixed.
+        Returns a :class:`rac.recovery.RecoveredRun`. See :func:`rac.recovery.resume`."""
+        from rac.recovery import resume
+
+        return resume(self, run_id)
+
+    async def aresume(self, run_id: str) -> Any:
+        """Async :meth:`resume`."""
+        from rac.recovery import aresume
+
+        return await aresume(self, run_id)

@@ -474,7 +474,9 @@ class Run:
         with self._lock:
             self._deps.forget(compensated)
             report.status = self._status_after_rollback(scope)
-            self._set_status(report.status)
+            # A nested scope that rolled back cleanly leaves its parent running.
+            self._set_status(RunStatus.RUNNING if scope != "0" and report.status is
+                             RunStatus.COMPENSATED else report.status)
         self.last_report = report
         emit("rac.rollback", level="info" if report.clean else "warning", run_id=self.run_id,
              scope=scope, status=str(report.status), compensated=len(report.compensated),
@@ -626,6 +628,19 @@ class Run:
         return await drive_async(
             self._rollback_flow(scope or self.current_scope(), reason=reason),
             self.engine.clock, self.engine.passthrough)
+
+    # -- rebuilding from the log (crash recovery) --------------------------------------------
+    @classmethod
+    def from_log(cls, engine: RAC, info: RunInfo, records: Iterable[Record]) -> Run:
+        """A run rebuilt from its log records (see :mod:`rac.recovery`): already started, with
+        its records, status and next sequence number; no call is in flight."""
+        run = cls(engine, run_id=info.run_id, agent_id=info.agent_id)
+        run.status = info.status
+        run._started = True
+        for rec in records:
+            run._records[rec.seq] = rec
+        run._seq = itertools.count(max(run._records, default=0) + 1)
+        return run
 
 
 def _unwrap(outcome: CallOutcome, engine: RAC) -> Any:

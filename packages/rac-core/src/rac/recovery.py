@@ -1,0 +1,407 @@
+"""Crash recovery: finish, from the log alone, the rollbacks of runs whose process died.
+
+A run left ``running`` or ``compensating`` by a process that is gone is *abandoned*. Recovery
+claims it (compare-and-set on the run's owner and lease, so of two racing recoverers exactly
+one proceeds), rebuilds it from its records, and compensates every side effect it may have
+made, newest first:
+
+* completed actions, as a rollback would;
+* in-doubt actions (intent written, no outcome): the action may or may not have happened, so its
+  compensator is called anyway. It must tolerate the action never having happened. When the
+  tool accepted an ``idempotency_key``, the mapping sees that key among the call's arguments
+  (``args["idempotency_key"]``) so the compensator can look the effect up; the result is None;
+* interrupted compensations (the action is ``compensating``): a compensation whose outcome was
+  written is taken as done; one with no outcome is marked ``failed`` (in doubt) and run again
+  with the same idempotency key, so a compensator must also be idempotent.
+
+Compensations that exhaust their retries are dead letters (``compensation_failed``) and the run
+ends ``needs_attention``; :func:`resume` retries them after the cause is fixed.
+
+:func:`continue_run` reopens a live run to carry on from its log: the steps the agent asks for
+are checked against the log, and a different step at a sequence number raises
+:class:`rac.errors.SequenceMismatchError`, never a silent realignment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rac.effects import drive_async, drive_sync
+from rac.errors import RACError, SequenceMismatchError
+from rac.events import emit
+from rac.mapping import IDEMPOTENCY_PARAM
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.report import RecoveryReport
+from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
+from rac.serialize import store_value
+
+if TYPE_CHECKING:
+    from rac.effects import Flow
+    from rac.engine import RAC
+
+#: Statuses of a run that a dead process may have left unfinished.
+UNFINISHED = (RunStatus.RUNNING, RunStatus.COMPENSATING)
+#: How long a recoverer's claim holds before another may take the run over (seconds).
+DEFAULT_LEASE_SECONDS = 300.0
+
+
+@dataclass
+class RecoveredRun:
+    """What recovery did with one run.
+
+    ``outcome`` is ``"compensated"`` or ``"needs_attention"`` (the run's status after recovery),
+    ``"skipped"`` (another recoverer holds it, or it finished meanwhile; ``reason`` says which)
+    or ``"error"`` (recovery itself failed; the run was released so it can be claimed again).
+    """
+
+    run_id: str
+    outcome: str
+    status: RunStatus | None = None
+    report: RecoveryReport | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe summary."""
+        left = [a.seq for a in self.report.left_live] if self.report is not None else []
+        return {"run_id": self.run_id, "outcome": self.outcome,
+                "status": str(self.status) if self.status is not None else None,
+                "reason": self.reason, "left_live": left}
+
+
+# -- who is gone -------------------------------------------------------------------------------
+def owner_is_dead(owner: str | None) -> bool | None:
+    """Whether the process named by an owner string (``host:pid:nonce``) is gone: True or False
+    for a process on this host, None when it cannot be told (another host, another format)."""
+    if not owner:
+        return True
+    parts = owner.split(":")
+    if len(parts) < 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return None
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    except OSError:
+        return None
+    return False
+
+
+def is_abandoned(engine: RAC, info: RunInfo, now: float, *,
+                 stale_after: float | None = None) -> bool:
+    """Whether a run is unfinished and nobody is working on it any more.
+
+    A run is abandoned when it is unfinished and: it has no owner; or a recoverer's lease on it
+    expired; or it has no lease and its owner is a process on this host that no longer exists;
+    or (``stale_after`` seconds given) nothing was written to it for that long. A run owned by
+    ``engine`` itself, or under an unexpired lease, never is.
+    """
+    if info.status not in UNFINISHED or info.owner == engine.owner:
+        return False
+    if info.owner is None:
+        return True
+    if info.lease_until > now:
+        return False
+    if info.lease_until > 0:
+        return True
+    if owner_is_dead(info.owner):
+        return True
+    if stale_after is not None:
+        last = max([info.updated_at, *(r.updated_at for r in engine.store.get_records(info.run_id))])
+        return last <= now - stale_after
+    return False
+
+
+def find_unfinished(engine: RAC, *, stale_after: float | None = None) -> list[RunInfo]:
+    """The abandoned runs of ``engine``'s log (see :func:`is_abandoned`), oldest first."""
+    now = engine.clock.now()
+    runs = engine.store.list_runs(status=UNFINISHED)
+    return [r for r in reversed(runs) if is_abandoned(engine, r, now, stale_after=stale_after)]
+
+
+# -- rebuilding a run --------------------------------------------------------------------------
+def _accepts_key(engine: RAC, tool: str) -> bool:
+    t = engine.tools.get(tool)
+    return t is not None and bool(t.params) and IDEMPOTENCY_PARAM in (t.params or [])
+
+
+def rebuild(engine: RAC, info: RunInfo, records: list[Record], *,
+            retry_dead_letters: bool) -> Run:
+    """A :class:`Run` rebuilt from the log, made ready for a rollback that finishes the work:
+    interrupted compensations are reconciled and, when ``retry_dead_letters``, dead letters are
+    queued again. Writes go to the log (only legal status changes)."""
+    run = Run.from_log(engine, info, records)
+    comps: dict[int, list[Record]] = {}
+    for rec in records:
+        if rec.kind is RecordKind.COMPENSATION and rec.compensates is not None:
+            comps.setdefault(rec.compensates, []).append(rec)
+    # A compensation with an intent and no outcome is in doubt: close it as failed; the
+    # compensation is run again below with the same idempotency key.
+    for crecs in comps.values():
+        for crec in crecs:
+            if crec.status is RecordStatus.PENDING:
+                run._update(crec, status=RecordStatus.FAILED, note="in_doubt",
+                            error="in doubt: the process stopped before the outcome of this "
+                                  "compensation was written; recovery runs it again")
+    for rec in records:
+        if rec.kind is not RecordKind.ACTION:
+            continue
+        if _accepts_key(engine, rec.tool) and IDEMPOTENCY_PARAM not in rec.args:
+            # The key the tool was called with: lets an in-doubt effect be looked up.
+            run._raw[rec.seq] = ({**rec.args, IDEMPOTENCY_PARAM: rec.idempotency_key},
+                                 rec.result)
+        if rec.status is RecordStatus.COMPENSATING:
+            done = any(c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ()))
+            if done:
+                run._update(rec, status=RecordStatus.COMPENSATED)
+            else:
+                # Queue it for the rollback again. In memory only: the rollback's next write
+                # (compensating) is a legal change of the stored status.
+                rec.status = RecordStatus.COMPLETED
+        elif rec.status is RecordStatus.COMPENSATION_FAILED and retry_dead_letters:
+            rec.status = RecordStatus.COMPLETED
+    return run
+
+
+# -- claiming and finishing --------------------------------------------------------------------
+_Prepared = tuple[Run | None, RecoveredRun | None]
+
+
+def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_seconds: float,
+             owner: str, retry_dead_letters: bool) -> _Prepared:
+    store = engine.store
+    if not store.claim_run(run_id, owner, engine.clock.now(), lease_seconds):
+        return None, RecoveredRun(run_id, "skipped", reason="claimed by another recoverer")
+    info = store.get_run(run_id)
+    if info is None:  # pragma: no cover - claim_run succeeded, so the run exists
+        return None, RecoveredRun(run_id, "skipped", reason="no such run")
+    wanted = set(statuses)
+    if info.status not in wanted:
+        _release(engine, run_id, keep_owner=True)
+        return None, RecoveredRun(run_id, "skipped", info.status,
+                                  reason=f"the run is {info.status}, nothing to recover")
+    emit("rac.recovery", run_id=run_id, status="claimed", owner=owner,
+         previous=str(info.status))
+    return rebuild(engine, info, store.get_records(run_id),
+                   retry_dead_letters=retry_dead_letters), None
+
+
+def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
+    """End the lease so that the run can be claimed again (by ``resume``, or after an error)."""
+    fields: dict[str, Any] = {"lease_until": 0.0}
+    if not keep_owner:
+        fields["owner"] = None
+    engine.store.update_run(run_id, **fields)
+
+
+def _rollback(run: Run, reason: str) -> Flow[RecoveryReport]:
+    return run._rollback_flow("0", reason=reason)
+
+
+def _finish(engine: RAC, run: Run, report: RecoveryReport) -> RecoveredRun:
+    status = run.status
+    summary = None
+    if report.left_live:
+        summary = "left live: " + ", ".join(f"#{a.seq} {a.tool}" for a in report.left_live)
+    engine.store.update_run(run.run_id, summary=summary)
+    _release(engine, run.run_id, keep_owner=True)
+    emit("rac.recovery", level="info" if status is RunStatus.COMPENSATED else "warning",
+         run_id=run.run_id, status=str(status), compensated=len(report.compensated),
+         left_live=len(report.left_live))
+    return RecoveredRun(run.run_id, str(status), status, report)
+
+
+def _failed(engine: RAC, run_id: str, err: Exception) -> RecoveredRun:
+    emit("rac.recovery", level="error", run_id=run_id, status="error",
+         error=f"{type(err).__name__}: {err}")
+    try:
+        _release(engine, run_id, keep_owner=False)
+    except Exception as release_err:  # noqa: BLE001 - the lease then simply expires
+        emit("rac.recovery", level="error", run_id=run_id, status="release_failed",
+             error=str(release_err))
+    return RecoveredRun(run_id, "error", reason=f"{type(err).__name__}: {err}")
+
+
+def _targets(engine: RAC, run_ids: Iterable[str] | None, stale_after: float | None
+             ) -> list[str]:
+    if run_ids is None:
+        return [r.run_id for r in find_unfinished(engine, stale_after=stale_after)]
+    return list(run_ids)
+
+
+_RECOVER_REASON = "recovery: the process running this run stopped before it finished"
+_RESUME_REASON = "resume: retrying compensations that had failed"
+
+
+def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
+            lease_seconds: float = DEFAULT_LEASE_SECONDS, stale_after: float | None = None,
+            owner: str | None = None) -> list[RecoveredRun]:
+    """Recover abandoned runs: claim each and compensate everything it may have done.
+
+    ``run_ids`` names runs to recover even if their owner looks alive (you know it is gone);
+    by default the abandoned runs of the log are found with :func:`find_unfinished`. Returns
+    one :class:`RecoveredRun` per run tried. An error while recovering one run releases it
+    (claimable again) and does not stop the others.
+    """
+    me = owner or engine.owner
+    out: list[RecoveredRun] = []
+    for run_id in _targets(engine, run_ids, stale_after):
+        out.append(_recover_one_sync(engine, run_id, UNFINISHED, lease_seconds, me,
+                                     retry_dead_letters=False, reason=_RECOVER_REASON))
+    return out
+
+
+async def arecover(engine: RAC, run_ids: Iterable[str] | None = None, *,
+                   lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                   stale_after: float | None = None,
+                   owner: str | None = None) -> list[RecoveredRun]:
+    """Async :func:`recover`; compensations finish even if the task is cancelled."""
+    me = owner or engine.owner
+    out: list[RecoveredRun] = []
+    for run_id in _targets(engine, run_ids, stale_after):
+        out.append(await _recover_one_async(engine, run_id, UNFINISHED, lease_seconds, me,
+                                            retry_dead_letters=False, reason=_RECOVER_REASON))
+    return out
+
+
+_RESUMABLE = (RunStatus.NEEDS_ATTENTION, RunStatus.RUNNING, RunStatus.COMPENSATING)
+
+
+def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+           owner: str | None = None) -> RecoveredRun:
+    """Retry the dead letters of a run (``compensation_failed`` records, after the cause was
+    fixed) and any side effect it left live. Raises KeyError for an unknown run."""
+    if engine.store.get_run(run_id) is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    return _recover_one_sync(engine, run_id, _RESUMABLE, lease_seconds, owner or engine.owner,
+                             retry_dead_letters=True, reason=_RESUME_REASON)
+
+
+async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                  owner: str | None = None) -> RecoveredRun:
+    """Async :func:`resume`."""
+    if engine.store.get_run(run_id) is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    return await _recover_one_async(engine, run_id, _RESUMABLE, lease_seconds,
+                                    owner or engine.owner, retry_dead_letters=True,
+                                    reason=_RESUME_REASON)
+
+
+def _recover_one_sync(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
+                      lease_seconds: float, owner: str, *, retry_dead_letters: bool,
+                      reason: str) -> RecoveredRun:
+    try:
+        run, skipped = _prepare(engine, run_id, statuses=statuses, lease_seconds=lease_seconds,
+                                owner=owner, retry_dead_letters=retry_dead_letters)
+        if run is None:
+            assert skipped is not None
+            return skipped
+        report = drive_sync(_rollback(run, reason), engine.clock, engine.passthrough)
+        return _finish(engine, run, report)
+    except Exception as e:  # noqa: BLE001 - reported, and the run is left claimable
+        return _failed(engine, run_id, e)
+
+
+async def _recover_one_async(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
+                             lease_seconds: float, owner: str, *, retry_dead_letters: bool,
+                             reason: str) -> RecoveredRun:
+    try:
+        run, skipped = _prepare(engine, run_id, statuses=statuses, lease_seconds=lease_seconds,
+                                owner=owner, retry_dead_letters=retry_dead_letters)
+        if run is None:
+            assert skipped is not None
+            return skipped
+        report = await drive_async(_rollback(run, reason), engine.clock, engine.passthrough)
+        return _finish(engine, run, report)
+    except Exception as e:  # noqa: BLE001 - reported, and the run is left claimable
+        return _failed(engine, run_id, e)
+
+
+# -- carrying a run on from its log --------------------------------------------------------------
+class ReplayRun(Run):
+    """A live run reopened from its log (see :func:`continue_run`).
+
+    The first calls replay the log: each must ask for the step the log holds at that point
+    (same tool, same arguments), and gets the logged result back without the tool running
+    again. A different step raises :class:`SequenceMismatchError`. Once the log is used up,
+    calls run normally and are appended after the last sequence number.
+    """
+
+    _replay: list[Record]
+    _cursor: int
+    _by_alt: dict[int, list[Record]]
+
+    def _init_replay(self) -> None:
+        recs = self.records()
+        self._replay = [r for r in recs if r.kind is RecordKind.ACTION
+                        and r.alternative_of is None]
+        self._by_alt = {}
+        for r in recs:
+            if r.alternative_of is not None:
+                self._by_alt.setdefault(r.alternative_of, []).append(r)
+        self._cursor = 0
+
+    def _replayed(self, name: str, args: dict[str, Any]) -> CallOutcome | None:
+        if self._cursor >= len(self._replay):
+            return None
+        step = self._replay[self._cursor]
+        self._cursor += 1
+        wanted = store_value(args, self.engine.max_value_chars)
+        if step.tool != name or step.args != wanted:
+            raise SequenceMismatchError(
+                f"run {self.run_id}: step {self._cursor} of the log (seq {step.seq}) is "
+                f"{step.tool}({step.args}), but the resumed run asked for {name}({wanted}); "
+                "refusing to realign the log")
+        for rec in [step, *self._by_alt.get(step.seq, [])]:
+            if rec.status is RecordStatus.COMPLETED:
+                return CallOutcome(True, rec.tool, rec.seq, result=rec.result, value=rec.result)
+        raise RACError(f"run {self.run_id}: step seq {step.seq} ({step.tool}) is {step.status} "
+                       "in the log and cannot be replayed; recover the run instead")
+
+    def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
+                agent_id: str | None = None, depends_on: Iterable[int] = ()) -> CallOutcome:
+        replayed = self._replayed(name, dict(args))
+        if replayed is not None:
+            return replayed
+        return super().execute(name, args, invoke, agent_id=agent_id, depends_on=depends_on)
+
+    async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
+                       agent_id: str | None = None,
+                       depends_on: Iterable[int] = ()) -> CallOutcome:
+        replayed = self._replayed(name, dict(args))
+        if replayed is not None:
+            return replayed
+        return await super().aexecute(name, args, ainvoke, agent_id=agent_id,
+                                      depends_on=depends_on)
+
+
+def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                 tools: Iterable[Callable[..., Any]] | None = None) -> ReplayRun:
+    """Reopen a ``running`` run from its log to carry on with it (use it as a context manager).
+
+    Claims the run for ``engine``; raises :class:`rac.errors.RACError` if another process holds
+    it or the run is finished, KeyError if it does not exist.
+    """
+    info = engine.store.get_run(run_id)
+    if info is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    if info.status is not RunStatus.RUNNING:
+        raise RACError(f"run {run_id} is {info.status}; only a running run can be continued")
+    if not engine.store.claim_run(run_id, engine.owner, engine.clock.now(), lease_seconds):
+        raise RACError(f"run {run_id} is held by {info.owner}; not continuing it")
+    run = ReplayRun.from_log(engine, info, engine.store.get_records(run_id))
+    assert isinstance(run, ReplayRun)
+    run._init_replay()
+    if tools:
+        run.add_tools(tools)
+    return run
+
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "UNFINISHED", "RecoveredRun", "ReplayRun", "arecover",
+           "aresume", "continue_run", "find_unfinished", "is_abandoned", "owner_is_dead",
+           "rebuild", "recover", "resume"]

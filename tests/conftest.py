@@ -1,0 +1,58 @@
+"""Shared fixtures: a travel world, a virtual clock and an engine wired to both."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import rac
+from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
+
+
+@pytest.fixture
+def world() -> Iterator[TravelWorld]:
+    w = TravelWorld()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+def make_engine(world: TravelWorld, clock: VirtualClock) -> Callable[..., rac.RAC]:
+    """An engine over the travel world; keywords override the defaults."""
+
+    def make(**kw: Any) -> rac.RAC:
+        kw.setdefault("compensations", TRAVEL_COMPENSATIONS)
+        kw.setdefault("read_only", TRAVEL_READ_ONLY)
+        kw.setdefault("tools", world.tools())
+        kw.setdefault("store", "memory://")
+        kw.setdefault("clock", clock)
+        kw.setdefault("retry", rac.RetryPolicy(max_attempts=3, initial_delay=0.5, jitter=0))
+        kw.setdefault("compensation_retry",
+                      rac.RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0))
+        return rac.RAC(**kw)
+
+    return make
+
+
+@pytest.fixture
+def engine(make_engine: Callable[..., rac.RAC]) -> rac.RAC:
+    return make_engine()
+
+
+TRIP = [
+    ("book_flight", {"passenger": "ann", "origin": "SFO", "dest": "CDG"}),
+    ("book_hotel", {"guest": "ann", "city": "Paris", "nights": 2}),
+    ("book_car", {"driver": "ann", "city": "Paris"}),
+]
+
+
+@pytest.fixture
+def trip() -> list[tuple[str, dict[str, Any]]]:
+    return [(t, dict(a)) for t, a in TRIP]

@@ -1,1 +1,15 @@
-"""RAC for CrewAI."""
+"""RAC for CrewAI: one call puts every tool of a crew under RAC.
+
+>>> from rac_crewai import enable_rac
+>>> enable_rac(crew, compensations={"book_flight": "cancel_flight"})  # doctest: +SKIP
+>>> crew.kickoff()  # one RAC run; failures are retried, rolled back and reported to the agent
+
+See ``docs/crewai.md``.
+"""
+
+from rac_crewai.enable import enable_rac, enable_rac_for_agent, enabled_engine
+from rac_crewai.guarded_tool import RACTool
+from rac_crewai.results import ToolFailureResults
+
+__all__ = ["RACTool", "ToolFailureResults", "enable_rac", "enable_rac_for_agent",
+           "enabled_engine"]

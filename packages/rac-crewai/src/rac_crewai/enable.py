@@ -1,0 +1,111 @@
+"""Turning RAC on for a whole crew, or for one agent, in one call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crewai import Agent, Crew
+from crewai.tools import BaseTool
+from rac import RAC, Tool
+
+from rac_crewai.engine_setup import engine_for
+from rac_crewai.guarded_tool import RACTool
+from rac_crewai.run_scope import in_async_run, in_run, rac_tools
+from rac_crewai.tool_table import agent_tools, crew_members, crew_tools, task_tools, unwrap
+
+#: Instance attribute holding the engine of an enabled crew or agent.
+ENGINE_ATTR = "_rac_crewai_engine"
+
+
+def enabled_engine(obj: Crew | Agent) -> RAC | None:
+    """The engine RAC was enabled with on this crew or agent, if any."""
+    engine = obj.__dict__.get(ENGINE_ATTR)
+    return engine if isinstance(engine, RAC) else None
+
+
+def guard(tools: list[BaseTool], engine: RAC, agent_id: str | None,
+          peers: list[BaseTool]) -> list[BaseTool]:
+    """``tools`` with each one wrapped for ``engine`` exactly once."""
+    out: list[BaseTool] = []
+    for t in tools:
+        if isinstance(t, RACTool) and t.rac_engine is engine:
+            out.append(t)
+        else:
+            out.append(RACTool(unwrap(t), engine, agent_id=agent_id, peers=peers))
+    return out
+
+
+def check_declarations(engine: RAC, tools: list[BaseTool]) -> None:
+    """Fail now if a compensator or alternative of one of ``tools`` is neither among them nor
+    registered with the engine."""
+    names = [t.name for t in tools]
+    engine.registry.check_known(set(names) | set(engine.tools), only_for=names)
+
+
+def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
+    peers = crew_tools(crew)
+    check_declarations(engine, peers)
+    for agent in crew_members(crew):
+        if agent.tools:
+            agent.tools = guard(agent_tools(agent), engine, agent.role, peers)
+    for task in crew.tasks:
+        if task.tools:
+            role = task.agent.role if task.agent is not None else None
+            task.tools = guard(task_tools(task), engine, role, peers)
+    return peers
+
+
+def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
+    """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
+
+    ``rac`` is a :class:`rac.RAC` engine, or give its keywords instead (``compensations=...``,
+    ``alternatives=...``, ``store=...``). Each ``kickoff``/``akickoff`` (and each input of
+    ``kickoff_for_each``) is one run in the engine's log, its records carrying the role of the
+    agent that made each call. Calling it again wraps tools added since and nothing twice.
+    """
+    engine = engine_for(rac, config)
+    _guard_crew(crew, engine)
+    if enabled_engine(crew) is engine:
+        return crew
+    cls = type(crew)
+
+    def prepare() -> tuple[str, list[Tool]]:
+        return crew.name or "crew", rac_tools(_guard_crew(crew, engine))
+
+    def copy() -> Crew:
+        return enable_rac(cls.copy(crew), engine)
+
+    object.__setattr__(crew, ENGINE_ATTR, engine)
+    object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare))
+    object.__setattr__(crew, "akickoff",
+                       in_async_run(engine, cls.akickoff.__get__(crew), prepare))
+    object.__setattr__(crew, "copy", copy)
+    return crew
+
+
+def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, **config: Any) -> Agent:
+    """Run every tool of one agent under RAC; returns ``agent``.
+
+    Inside a crew enabled with the same engine the agent's calls join the crew's run. Otherwise
+    each task it executes (``execute_task``) and each standalone ``kickoff`` is one run.
+    """
+    engine = engine_for(rac, config)
+    peers = [unwrap(t) for t in agent_tools(agent)]
+    check_declarations(engine, peers)
+    agent.tools = guard(agent_tools(agent), engine, agent.role, peers)
+    if enabled_engine(agent) is engine:
+        return agent
+    cls = type(agent)
+
+    def prepare() -> tuple[str, list[Tool]]:
+        return agent.role, rac_tools([unwrap(t) for t in agent_tools(agent)])
+
+    object.__setattr__(agent, ENGINE_ATTR, engine)
+    for name in ("execute_task", "kickoff"):
+        object.__setattr__(agent, name, in_run(engine, getattr(cls, name).__get__(agent),
+                                               prepare))
+    for name in ("aexecute_task", "akickoff"):
+        object.__setattr__(agent, name, in_async_run(engine, getattr(cls, name).__get__(agent),
+                                                     prepare))
+    return agent
+

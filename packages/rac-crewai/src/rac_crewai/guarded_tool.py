@@ -1,0 +1,92 @@
+"""The wrapper that puts one CrewAI tool under RAC, keeping its name, description and schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import rac
+from crewai.tools import BaseTool
+from pydantic import PrivateAttr
+
+from rac_crewai.caller import current_caller
+from rac_crewai.results import failure_for_agent
+from rac_crewai.tool_table import as_rac_tool, unwrap
+
+
+def _never_cache(args: Any = None, result: Any = None) -> bool:
+    """Cache predicate of side-effecting tools: a cached booking would be replayed after the
+    rollback that cancelled it."""
+    return False
+
+
+class RACTool(BaseTool):
+    """A CrewAI tool whose every call runs under RAC.
+
+    CrewAI sees the user's tool unchanged (same name, description, argument and result schema,
+    output formatting, usage limit, ``result_as_answer`` and ``tool_failure_policy``). Each call
+    joins the RAC run of the crew's current kickoff; RAC calls the inner tool (again, for
+    retries), its alternatives and compensators directly and sees their raw exceptions. When the
+    call cannot be completed the tool returns a ``ToolFailure`` carrying the recovery report.
+    Side-effecting tools are never served from CrewAI's tool cache.
+    """
+
+    _inner: BaseTool = PrivateAttr()
+    _engine: rac.RAC = PrivateAttr()
+    _agent_id: str | None = PrivateAttr(default=None)
+    _peers: list[BaseTool] = PrivateAttr(default_factory=list)
+
+    def __init__(self, inner: BaseTool, engine: rac.RAC, *, agent_id: str | None = None,
+                 peers: list[BaseTool] | None = None) -> None:
+        inner = unwrap(inner)
+        read_only = inner.name in engine.registry.read_only
+        super().__init__(
+            name=inner.name, description=inner.description, args_schema=inner.args_schema,
+            result_schema=inner.result_schema, env_vars=inner.env_vars,
+            result_as_answer=inner.result_as_answer, max_usage_count=inner.max_usage_count,
+            current_usage_count=inner.current_usage_count,
+            tool_failure_policy=inner.tool_failure_policy,
+            cache_function=inner.cache_function if read_only else _never_cache)
+        self._inner = inner
+        self._engine = engine
+        self._agent_id = agent_id
+        self._peers = list(peers or [])
+
+    @property
+    def rac_inner(self) -> BaseTool:
+        """The user's tool."""
+        return self._inner
+
+    @property
+    def rac_engine(self) -> rac.RAC:
+        """The engine this tool's calls run under."""
+        return self._engine
+
+    def format_output_for_agent(self, raw_result: Any) -> str:
+        """Format results exactly as the user's tool does."""
+        return self._inner.format_output_for_agent(raw_result)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            raise TypeError(f"{self.name} takes keyword arguments only under RAC")
+        run = self._engine.current_run()
+        if run is not None:
+            return self._call(run, kwargs)
+        # Called outside a kickoff RAC scoped: the call is a run of its own.
+        with self._engine.run(agent_id=self._agent_id,
+                              tools=[as_rac_tool(t) for t in self._peers]) as own:
+            return self._call(own, kwargs)
+
+    def _call(self, run: rac.Run, args: dict[str, Any]) -> Any:
+        def invoke(name: str, call_args: dict[str, Any]) -> Any:
+            if name == self._inner.name:
+                return self._inner.run(**call_args)
+            tool = run.tool(name)
+            if tool is None:
+                raise LookupError(f"tool {name!r} is not available to this crew or the engine")
+            return tool.invoke(call_args)
+
+        outcome = run.execute(self.name, args, invoke,
+                              agent_id=current_caller() or self._agent_id)
+        if outcome.ok:
+            return outcome.result
+        return failure_for_agent(outcome, run)

@@ -1,0 +1,46 @@
+"""How RAC and CrewAI read each other's results.
+
+CrewAI tools may *return* a :class:`crewai.tools.tool_failure.ToolFailure` instead of raising;
+:class:`ToolFailureResults` makes RAC treat such a result as a failed attempt (transient when the
+tool says it is retryable). :func:`failure_for_agent` turns an unrecoverable RAC outcome into the
+``ToolFailure`` the agent receives: its message is the rendered recovery report, so the agent
+reads what was undone, and CrewAI's ``tool_failure_policy`` decides whether the crew goes on
+(``warn``/``ignore``) or stops (``raise``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import rac
+from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
+from rac.errors import ResultError
+
+#: The name under which :class:`ToolFailureResults` is registered on an engine.
+PLUGIN_NAME = "rac_crewai.tool_failures"
+#: Key of ``ToolFailure.details`` naming the RAC run that produced the failure.
+RUN_ID_KEY = "rac_run_id"
+
+
+class ToolFailureResults:
+    """RAC plugin: a returned ``ToolFailure`` is a failure, not a result."""
+
+    @rac.hookimpl
+    def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
+        """Flag a ``ToolFailure`` result; defer on anything else."""
+        if isinstance(result, ToolFailure):
+            return ResultError(result.as_agent_message(), result, transient=result.retryable)
+        return None
+
+
+def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run) -> ToolFailure:
+    """The tool result for a call RAC could not complete: the rendered report as a failure."""
+    report = outcome.report
+    details: dict[str, Any] = {RUN_ID_KEY: run.run_id, "rac_status": str(run.status),
+                               "failed_tool": outcome.tool, "seq": outcome.seq}
+    if report is not None:
+        details["compensated"] = [u.tool for u in report.compensated]
+        details["left_live"] = [u.tool for u in report.left_live]
+    message = outcome.message or f"RAC: {outcome.tool} did not complete."
+    return ToolFailure(message=message, reason=ToolFailureReason.TOOL_REPORTED,
+                       retryable=False, details=details)

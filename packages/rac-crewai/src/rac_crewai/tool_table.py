@@ -1,0 +1,79 @@
+"""CrewAI tools as RAC sees them: by name, callable with a dict of arguments.
+
+Compensations and alternatives are called *directly* (not through the model), so RAC needs a
+table of the crew's own tools. :func:`as_rac_tool` adapts one CrewAI tool; its parameter names
+come from the tool's argument schema so RAC can map compensation arguments by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import rac
+from crewai.tools import BaseTool
+
+if TYPE_CHECKING:
+    from crewai import Agent, Crew, Task
+
+
+def unwrap(tool: BaseTool) -> BaseTool:
+    """The user's tool behind a RAC wrapper (or ``tool`` itself)."""
+    inner = getattr(tool, "rac_inner", None)
+    return inner if isinstance(inner, BaseTool) else tool
+
+
+def schema_params(tool: BaseTool) -> tuple[list[str] | None, list[str]]:
+    """Parameter names of ``tool`` and the required ones, from its argument schema."""
+    schema = getattr(tool, "args_schema", None)
+    fields = getattr(schema, "model_fields", None)
+    if not isinstance(fields, dict):
+        return None, []
+    return list(fields), [name for name, f in fields.items() if f.is_required()]
+
+
+def as_rac_tool(tool: BaseTool) -> rac.Tool:
+    """A :class:`rac.Tool` that calls the CrewAI tool's ``run`` (validation included)."""
+    inner = unwrap(tool)
+    params, required = schema_params(inner)
+
+    def call(args: dict[str, Any]) -> Any:
+        return inner.run(**args)
+
+    return rac.Tool(inner.name, call=call, params=params, required=required,
+                    description=inner.description)
+
+
+def agent_tools(agent: Agent) -> list[BaseTool]:
+    """The tools an agent was given (never CrewAI's own delegation tools)."""
+    return list(agent.tools or [])
+
+
+def task_tools(task: Task) -> list[BaseTool]:
+    """The tools a task was given."""
+    return list(task.tools or [])
+
+
+def crew_members(crew: Crew) -> Iterator[Agent]:
+    """Every agent of the crew, including a user-given manager."""
+    yield from crew.agents
+    if crew.manager_agent is not None:
+        yield crew.manager_agent
+
+
+def crew_tools(crew: Crew) -> list[BaseTool]:
+    """The user's tools of every agent and task of the crew, unwrapped, one per name."""
+    found: list[BaseTool] = []
+    for agent in crew_members(crew):
+        found.extend(agent_tools(agent))
+    for task in crew.tasks:
+        found.extend(task_tools(task))
+    return unique_by_name(unwrap(t) for t in found)
+
+
+def unique_by_name(tools: Iterable[BaseTool]) -> list[BaseTool]:
+    """The first tool of each name, in order."""
+    seen: dict[str, BaseTool] = {}
+    for t in tools:
+        seen.setdefault(t.name, t)
+    return list(seen.values())

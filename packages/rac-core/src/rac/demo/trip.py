@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rac.demo.crash import CRASH_POINTS, KEYED_COMPENSATIONS, CrashPlugin, KeyedTravelWorld
 from rac.engine import RAC
 from rac.errors import ToolCallFailed
 from rac.models import Record, RunStatus
 from rac.retry import RetryPolicy
-from rac.stores import DEFAULT_STORE_URL, open_store
+from rac.stores import DEFAULT_STORE_URL, Store, open_store
 from rac.stores.sqlite import path_from_url
-from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
+from rac.testing.world import TRAVEL_READ_ONLY, TravelWorld
 
 #: The scripted agent's plan: (tool, arguments).
 DEMO_STEPS: list[tuple[str, dict[str, Any]]] = [
@@ -31,10 +32,11 @@ def world_path_for(store_url: str) -> str:
     return str(Path(".rac") / "demo-world.db")
 
 
-def build_engine(world: TravelWorld, store: str | None = None) -> RAC:
-    """The demo's engine: the travel world's compensation pairs, a short retry policy, and the
-    world's tools, so it can compensate (and recover) on its own."""
-    return RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+def build_engine(world: TravelWorld, store: Store | str | None = None) -> RAC:
+    """The demo's engine: the travel world's compensation pairs (by booking id, or by the
+    booking call's idempotency key when recovering an in-doubt call), a short retry policy, and
+    the world's tools, so it can compensate (and recover) on its own."""
+    return RAC(compensations=KEYED_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
                tools=world.tools(), store=store,
                retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2, jitter=0),
                compensation_retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2,
@@ -60,20 +62,31 @@ def world_state(world: TravelWorld) -> dict[str, list[dict[str, Any]]]:
 
 
 def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool = True,
-             world_path: str | None = None) -> DemoResult:
-    """Run the scripted trip booking once, with ``fail`` naming the booking that fails for good."""
+             world_path: str | None = None, crash_at: str | None = None) -> DemoResult:
+    """Run the scripted trip booking once, with ``fail`` naming the booking that fails for good.
+
+    ``crash_at`` names a crash point (:data:`rac.demo.crash.CRASH_POINTS`): the process ends
+    there at once, leaving the run for :func:`recover_demo`.
+    """
     if fail not in FAIL_CHOICES:
         raise ValueError(f"--fail must be one of {', '.join(FAIL_CHOICES)}, got {fail!r}")
+    if crash_at is not None and crash_at not in CRASH_POINTS and ":" not in crash_at:
+        raise ValueError(f"unknown crash point {crash_at!r}; `rac demo --crash-at list` "
+                         "prints them")
     store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
     path = world_path or world_path_for(store_url)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if fresh_world:
         for suffix in ("", "-wal", "-shm"):
             Path(path + suffix).unlink(missing_ok=True)
-    world = TravelWorld(path)
+    world = KeyedTravelWorld(path)
     if fail != "none":
         world.fail(f"book_{fail}", "permanent", message=f"no {fail} available on those dates")
     engine = build_engine(world, open_store(store_url))
+    if crash_at is not None:
+        crash = CrashPlugin(crash_at)
+        crash.watch(world)
+        engine.register_plugin(crash, name="rac-demo-crash")
     agent_saw: list[str] = []
     with engine.run(agent_id="demo-agent") as run:
         for tool, args in DEMO_STEPS:
@@ -88,3 +101,28 @@ def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool =
     world.close()
     engine.store.close()
     return result
+
+
+def recover_demo(store: str | None = None, *, world_path: str | None = None) -> DemoResult:
+    """Recover the demo runs a crash left unfinished, with the demo's engine and world; the
+    result describes the newest run recovered. Raises LookupError if there was none."""
+    store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
+    path = world_path or world_path_for(store_url)
+    if not Path(path).exists():
+        raise LookupError(f"no demo world at {path}: run `rac demo --crash-at POINT` first")
+    world = KeyedTravelWorld(path)
+    engine = build_engine(world, open_store(store_url))
+    try:
+        tried = engine.recover()
+        recovered = [r for r in tried if r.outcome not in ("skipped", "error")]
+        errors = [r for r in tried if r.outcome == "error"]
+        if not recovered:
+            detail = f" ({errors[0].reason})" if errors else ""
+            raise LookupError(f"no unfinished run to recover in {store_url}{detail}")
+        last = recovered[-1]
+        return DemoResult(last.run_id, last.status, engine.store.get_records(last.run_id),
+                          world_state(world),
+                          [last.report.render()] if last.report is not None else [])
+    finally:
+        world.close()
+        engine.store.close()

@@ -1,0 +1,89 @@
+"""What a LangGraph tool call returned, read as the plain value RAC logs, maps and inspects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
+from langgraph.types import Command
+
+import rac
+from rac.serialize import as_fields
+
+#: The name the results plugin is registered under in an engine's plugin manager.
+PLUGIN_NAME = "rac_langgraph.results"
+_INVALID_CALL_PREFIX = TOOL_INVOCATION_ERROR_TEMPLATE.split("{tool_kwargs}")[0]
+
+
+class InvalidToolCall(Exception):  # noqa: N818 - control flow, like GraphBubbleUp
+    """The framework refused the model's call before the tool ran (bad arguments).
+
+    Declared a pass-through: RAC logs the call as not run and does not roll anything back; the
+    model gets the framework's "fix the arguments" message.
+    """
+
+    def __init__(self, message: ToolMessage) -> None:
+        super().__init__(str(message.content))
+        self.message = message
+
+
+def is_invalid_call(message: ToolMessage, tool_name: str) -> bool:
+    """True if ``message`` is ToolNode's answer to arguments that failed validation."""
+    return (message.status == "error" and isinstance(message.content, str)
+            and message.content.startswith(_INVALID_CALL_PREFIX.format(tool_name=tool_name)))
+
+
+def _content_value(content: Any) -> Any:
+    if isinstance(content, list):
+        texts = [b.get("text") if isinstance(b, Mapping) else b for b in content]
+        if all(isinstance(t, str) for t in texts):
+            return as_fields("".join(str(t) for t in texts))  # text blocks: one text
+        return content
+    return as_fields(content)
+
+
+def message_value(message: ToolMessage) -> Any:
+    """The plain value of a tool message: a structured artifact if the tool returned one, else
+    its content (JSON parsed, text blocks joined). An error message becomes ``{"error": text}``
+    so RAC's structured error detection flags it."""
+    if message.status == "error":
+        content = message.content
+        return {"error": content if isinstance(content, str) else str(_content_value(content))}
+    if isinstance(message.artifact, Mapping):
+        return message.artifact
+    return _content_value(message.content)
+
+
+def command_value(command: Command[Any]) -> Any:
+    """The plain value of a ``Command`` a tool returned: its tool message's value, else a
+    summary of where it goes and what it updates."""
+    update = command.update
+    messages = update.get("messages") if isinstance(update, Mapping) else None
+    for m in messages or ():
+        if isinstance(m, ToolMessage):
+            return message_value(m)
+    keys = sorted(update) if isinstance(update, Mapping) else []
+    return {"command": {"goto": str(command.goto) if command.goto else None, "update": keys}}
+
+
+def result_value(result: Any) -> Any:
+    """The plain value of anything a ToolNode returns for one call (message, command, list)."""
+    if isinstance(result, ToolMessage):
+        return message_value(result)
+    if isinstance(result, Command):
+        return command_value(result)
+    if isinstance(result, list) and result and all(
+            isinstance(r, ToolMessage | Command) for r in result):
+        return result_value(result[0])
+    return None
+
+
+class LangGraphResults:
+    """RAC plugin: unwraps ``ToolMessage`` and ``Command`` results (``rac_normalize_result``)."""
+
+    @rac.hookimpl
+    def rac_normalize_result(self, tool: str, result: Any) -> Any:
+        return result_value(result)
+

@@ -8,7 +8,7 @@ run() { echo "+ $*"; "$UV" run --frozen "$@"; }
 run ruff check .
 run mypy --strict packages/rac-core/src
 run mypy packages/rac-langgraph/src packages/rac-crewai/src
-run mkdocs build --strict --quiet --site-dir site
+NO_MKDOCS_2_WARNING=1 run mkdocs build --strict --quiet --site-dir site
 set +e
 "$UV" run --frozen pytest "$@"
 status=$?

@@ -73,11 +73,12 @@ async def drive_async(flow: Flow[T], clock: Clock,
             effect = flow.send(send)
         except StopIteration as stop:
             if cancelled:
-                raise asyncio.CancelledError()
+                raise asyncio.CancelledError() from None
             return stop.value  # type: ignore[no-any-return]
         if isinstance(effect, Sleep):
             if effect.shielded:
-                cancelled |= (await _shielded(lambda e=effect: clock.asleep(e.seconds)))[1]
+                seconds = effect.seconds
+                cancelled |= (await _shielded(lambda: clock.asleep(seconds)))[1]
             else:
                 try:
                     await clock.asleep(effect.seconds)
@@ -87,7 +88,8 @@ async def drive_async(flow: Flow[T], clock: Clock,
             continue
         try:
             if effect.shielded:
-                value, was_cancelled = await _shielded(lambda e=effect: _acall(e))
+                current = effect
+                value, was_cancelled = await _shielded(lambda: _acall(current))
                 cancelled |= was_cancelled
             else:
                 value = await _acall(effect)

@@ -8,7 +8,6 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 

@@ -33,7 +33,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 # -- decisions (first result) --------------------------------------------------------------------
 @hookspec(firstresult=True)
-def rac_resolve_compensation(engine: RAC, record: Record) -> Compensation | None:  # type: ignore[empty-body]
+def rac_resolve_compensation(engine: RAC, record: Record) -> Compensation | None:
     """Find how to undo a completed action.
 
     Called once per completed, side-effecting action when a rollback reaches it.
@@ -45,7 +45,7 @@ def rac_resolve_compensation(engine: RAC, record: Record) -> Compensation | None
 
 
 @hookspec(firstresult=True)
-def rac_map_compensation_args(  # type: ignore[empty-body]
+def rac_map_compensation_args(
         engine: RAC, record: Record, compensation: Compensation, tool: Tool | None,
         args: dict[str, Any], result: Any, idempotency_key: str) -> dict[str, Any] | None:
     """Build the arguments of the compensating call.
@@ -61,7 +61,7 @@ def rac_map_compensation_args(  # type: ignore[empty-body]
 
 
 @hookspec(firstresult=True)
-def rac_classify_error(tool: str, error: BaseException) -> Classification | None:  # type: ignore[empty-body]
+def rac_classify_error(tool: str, error: BaseException) -> Classification | None:
     """Say whether a failure is transient (retry) or permanent.
 
     Called for every failed attempt, including results flagged by
@@ -71,7 +71,7 @@ def rac_classify_error(tool: str, error: BaseException) -> Classification | None
 
 
 @hookspec(firstresult=True)
-def rac_detect_result_error(tool: str, result: Any) -> BaseException | None:  # type: ignore[empty-body]
+def rac_detect_result_error(tool: str, result: Any) -> BaseException | None:
     """Decide whether a returned result is a failure.
 
     Called after every attempt that returned normally, with the normalised result. Return an
@@ -92,7 +92,7 @@ def rac_normalize_result(tool: str, result: Any) -> Any:
 
 
 @hookspec(firstresult=True)
-def rac_approve_compensation(  # type: ignore[empty-body]
+def rac_approve_compensation(
         engine: RAC, record: Record, compensation: Compensation, args: dict[str, Any]) -> bool | None:
     """Approve a compensation before it runs, or hold it for a person.
 
@@ -102,7 +102,7 @@ def rac_approve_compensation(  # type: ignore[empty-body]
 
 
 @hookspec(firstresult=True)
-def rac_render_report(report: RecoveryReport) -> str | None:  # type: ignore[empty-body]
+def rac_render_report(report: RecoveryReport) -> str | None:
     """Render the recovery report the agent receives after an unrecoverable failure.
 
     Return the text, or None to defer to the default short rendering.

@@ -234,7 +234,7 @@ class TravelWorld:
     def ledger(self) -> list[tuple[str, str | None, str]]:
         """Every effect in order: (tool, booking_id, event)."""
         with self._lock:
-            return [tuple(r) for r in self._db.execute(  # type: ignore[misc]
+            return [tuple(r) for r in self._db.execute(
                 "SELECT tool, booking_id, event FROM ledger ORDER BY n").fetchall()]
 
     def close(self) -> None:

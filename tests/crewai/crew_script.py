@@ -8,10 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import rac
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import BaseTool, tool
 from pydantic import Field
+
+import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
 
 Call = tuple[str, dict[str, Any]]
@@ -92,5 +93,5 @@ def last_tool_result(messages: list[dict[str, Any]]) -> str:
 
 
 def runs_of(eng: rac.RAC) -> list[rac.RunInfo]:
-    """Every run in the engine's log, oldest first."""
-    return list(reversed(eng.store.list_runs()))
+    """Every run in the engine's log."""
+    return eng.store.list_runs()

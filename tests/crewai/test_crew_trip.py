@@ -6,6 +6,7 @@ from typing import Any
 
 from crew_script import ScriptedLLM, engine, last_tool_result, runs_of, told, world_tools
 from crewai import Agent, Crew, Task
+
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
 from rac_crewai import enable_rac

@@ -6,12 +6,18 @@ from typing import Any
 
 from crewai import Agent, Crew
 from crewai.tools import BaseTool
-from rac import RAC, Tool
 
+from rac import RAC, Tool
 from rac_crewai.engine_setup import engine_for
 from rac_crewai.guarded_tool import RACTool
 from rac_crewai.run_scope import in_async_run, in_run, rac_tools
-from rac_crewai.tool_table import agent_tools, crew_members, crew_tools, task_tools, unwrap
+from rac_crewai.tool_table import (
+    agent_tools,
+    crew_members,
+    crew_tools,
+    is_coordination,
+    unwrap,
+)
 
 #: Instance attribute holding the engine of an enabled crew or agent.
 ENGINE_ATTR = "_rac_crewai_engine"
@@ -28,11 +34,18 @@ def guard(tools: list[BaseTool], engine: RAC, agent_id: str | None,
     """``tools`` with each one wrapped for ``engine`` exactly once."""
     out: list[BaseTool] = []
     for t in tools:
-        if isinstance(t, RACTool) and t.rac_engine is engine:
+        if is_coordination(t) or (isinstance(t, RACTool) and t.rac_engine is engine):
             out.append(t)
         else:
             out.append(RACTool(unwrap(t), engine, agent_id=agent_id, peers=peers))
     return out
+
+
+def guard_in_place(tools: list[BaseTool] | None, engine: RAC, agent_id: str | None,
+                   peers: list[BaseTool]) -> None:
+    """Wrap a tool list in place: CrewAI tasks may hold the very list their agent was given."""
+    if tools:
+        tools[:] = guard(tools, engine, agent_id, peers)
 
 
 def check_declarations(engine: RAC, tools: list[BaseTool]) -> None:
@@ -46,12 +59,9 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     peers = crew_tools(crew)
     check_declarations(engine, peers)
     for agent in crew_members(crew):
-        if agent.tools:
-            agent.tools = guard(agent_tools(agent), engine, agent.role, peers)
+        guard_in_place(agent.tools, engine, agent.role, peers)
     for task in crew.tasks:
-        if task.tools:
-            role = task.agent.role if task.agent is not None else None
-            task.tools = guard(task_tools(task), engine, role, peers)
+        guard_in_place(task.tools, engine, task.agent.role if task.agent else None, peers)
     return peers
 
 
@@ -92,7 +102,7 @@ def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, **config: Any) ->
     engine = engine_for(rac, config)
     peers = [unwrap(t) for t in agent_tools(agent)]
     check_declarations(engine, peers)
-    agent.tools = guard(agent_tools(agent), engine, agent.role, peers)
+    guard_in_place(agent.tools, engine, agent.role, peers)
     if enabled_engine(agent) is engine:
         return agent
     cls = type(agent)

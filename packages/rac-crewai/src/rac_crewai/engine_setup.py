@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import rac
 from crewai.hooks.dispatch import HookAborted
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
+import rac
 from rac_crewai.results import PLUGIN_NAME, ToolFailureResults
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import rac
 from crewai.tools import BaseTool
 from pydantic import PrivateAttr
 
+import rac
 from rac_crewai.caller import current_caller
 from rac_crewai.results import failure_for_agent
 from rac_crewai.tool_table import as_rac_tool, unwrap

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import rac
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
+
+import rac
 from rac.errors import ResultError
 
 #: The name under which :class:`ToolFailureResults` is registered on an engine.

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar
 
-import rac
 from crewai.tools.tool_failure import ToolExecutionFailedError
-from rac.models import RunStatus
 
+import rac
+from rac.models import RunStatus
 from rac_crewai.caller import caller_tracking
 from rac_crewai.results import RUN_ID_KEY
 from rac_crewai.tool_table import as_rac_tool

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import rac
 from crewai.tools import BaseTool
+from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
+
+import rac
 
 if TYPE_CHECKING:
     from crewai import Agent, Crew, Task
@@ -44,9 +46,15 @@ def as_rac_tool(tool: BaseTool) -> rac.Tool:
                     description=inner.description)
 
 
+def is_coordination(tool: BaseTool) -> bool:
+    """True for CrewAI's own delegation and question tools: they move work between agents and
+    change nothing in the world, so RAC leaves them alone (the coworkers' tools are guarded)."""
+    return isinstance(tool, BaseAgentTool)
+
+
 def agent_tools(agent: Agent) -> list[BaseTool]:
-    """The tools an agent was given (never CrewAI's own delegation tools)."""
-    return list(agent.tools or [])
+    """The tools an agent was given, without CrewAI's delegation tools."""
+    return [t for t in agent.tools or [] if not is_coordination(t)]
 
 
 def task_tools(task: Task) -> list[BaseTool]:

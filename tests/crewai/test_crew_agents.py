@@ -1,0 +1,136 @@
+"""Several agents, one log: cross-agent rollback, parallel calls, hierarchical crews."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from crew_script import ScriptedLLM, engine, runs_of, told, world_tools
+from crewai import Agent, Crew, Process, Task
+
+import rac
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
+from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
+from rac_crewai import enable_rac
+
+PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
+HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}
+
+
+def flights_and_hotels(world: TravelWorld, flights: list[Any], hotels: list[Any],
+                       **crew_kw: Any) -> tuple[Crew, ScriptedLLM, ScriptedLLM]:
+    f_llm, h_llm = ScriptedLLM(flights), ScriptedLLM(hotels)
+    flights_agent = Agent(role="flights agent", goal="book flights", backstory="b", llm=f_llm,
+                          tools=world_tools(world, "book_flight", "cancel_flight"))
+    hotels_agent = Agent(role="hotels agent", goal="book hotels", backstory="b", llm=h_llm,
+                         tools=world_tools(world, "book_hotel", "cancel_hotel"))
+    tasks = [Task(description="Book ann's flight", expected_output="flight", agent=flights_agent),
+             Task(description="Book ann's hotel", expected_output="hotel", agent=hotels_agent)]
+    if crew_kw.get("process") is Process.hierarchical:
+        for t in tasks:
+            t.agent = None
+    crew = Crew(agents=[flights_agent, hotels_agent], tasks=tasks, **crew_kw)
+    return crew, f_llm, h_llm
+
+
+def test_second_agents_failure_compensates_first_agents_booking() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, f_llm, h_llm = flights_and_hotels(
+        world, [[("book_flight", PAR)], "flight FL-101 booked"],
+        [[("book_hotel", HOTEL)], "no hotel; the flight was cancelled"])
+    eng = engine()
+    enable_rac(crew, eng)
+
+    crew.kickoff()
+
+    assert world.live() == []
+    assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
+    assert "FL-101" in told(f_llm, "book_flight")[0]
+    report = told(h_llm, "book_hotel")[0]
+    assert "hotel full" in report and "via cancel_flight" in report
+    [run] = runs_of(eng)  # one log, one run for the crew
+    records = eng.store.get_records(run.run_id)
+    assert [(r.tool, r.agent_id) for r in records] == [
+        ("book_flight", "flights agent"), ("book_hotel", "hotels agent"),
+        ("cancel_flight", "flights agent")]
+    assert run.status is RunStatus.COMPENSATED
+
+
+class Signals:
+    """RAC plugin: events a test can wait on."""
+
+    def __init__(self) -> None:
+        self.flight_done = threading.Event()
+        self.rollback_started = threading.Event()
+
+    @rac.hookimpl
+    def rac_record_written(self, record: Record, previous: str | None) -> None:
+        if record.tool == "book_flight" and record.status is RecordStatus.COMPLETED:
+            self.flight_done.set()
+
+    @rac.hookimpl
+    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
+                             reason: str) -> None:
+        self.rollback_started.set()
+
+
+def test_parallel_calls_one_failing_compensates_done_and_still_running_ones() -> None:
+    world = TravelWorld()
+    signals = Signals()
+    # The car fails once the flight is done; the hotel is still running when the rollback
+    # starts, and completes after it (the waits only order threads; each returns at once).
+    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+    world.on_call("book_hotel", lambda args: signals.rollback_started.wait(10))
+    world.fail("book_car", "permanent", message="no cars")
+    llm = ScriptedLLM([
+        [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
+                                                                     "city": "PAR"})],
+        "nothing booked",
+    ])
+    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world))
+    crew = Crew(agents=[agent], tasks=[Task(description="trip", expected_output="x",
+                                            agent=agent)])
+    eng = engine(plugins=[signals])
+    enable_rac(crew, eng)
+
+    crew.kickoff()
+
+    assert world.live() == []
+    assert_compensated_once(world)
+    assert "Still running, will be undone when it completes: book_hotel" in told(llm,
+                                                                                "book_car")[0]
+    assert "completed after this run was rolled back" in told(llm, "book_hotel")[0]
+    assert "FL-" in told(llm, "book_flight")[0]
+    [run] = runs_of(eng)
+    records = eng.store.get_records(run.run_id)
+    assert_rollback_order(records, ["book_flight", "book_hotel"])
+    assert run.status is RunStatus.COMPENSATED
+
+
+def test_hierarchical_crew_manager_delegates_and_coworker_rollback_spans_agents() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+
+    def delegate(coworker: str, task: str) -> list[tuple[str, dict[str, Any]]]:
+        return [("delegate_work_to_coworker",
+                 {"task": task, "context": "ann travels SFO->PAR", "coworker": coworker})]
+
+    manager = ScriptedLLM([delegate("flights agent", "book the flight"), "flight done",
+                           delegate("hotels agent", "book the hotel"), "hotel failed"])
+    crew, f_llm, h_llm = flights_and_hotels(
+        world, [[("book_flight", PAR)], "FL-101"],
+        [[("book_hotel", HOTEL)], "hotel full; flight cancelled"],
+        process=Process.hierarchical, manager_llm=manager)
+    eng = engine()
+    enable_rac(crew, eng)
+
+    crew.kickoff()
+
+    assert world.live() == []
+    assert "via cancel_flight" in told(h_llm, "book_hotel")[0]
+    [run] = runs_of(eng)
+    records = eng.store.get_records(run.run_id)
+    actions = [(r.tool, r.agent_id) for r in records if r.kind is RecordKind.ACTION]
+    assert actions == [("book_flight", "flights agent"), ("book_hotel", "hotels agent")]

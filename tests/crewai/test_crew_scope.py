@@ -1,0 +1,138 @@
+"""What enable_rac does to a crew: run boundaries, the raise policy, idempotence, copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from crew_script import ScriptedLLM, engine, runs_of, told, world_tools
+from crewai import Agent, Crew, Task
+from crewai.tools.tool_failure import ToolExecutionFailedError
+
+import rac
+from rac.models import RecordStatus, RunStatus
+from rac.testing import TravelWorld
+from rac_crewai import RACTool, enable_rac, enable_rac_for_agent
+
+PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
+HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}
+
+
+def one_agent_crew(world: TravelWorld, script: list[Any], description: str = "trip",
+                   **crew_kw: Any) -> tuple[Crew, Agent, ScriptedLLM]:
+    llm = ScriptedLLM(script)
+    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world))
+    task = Task(description=description, expected_output="x", agent=agent)
+    return Crew(agents=[agent], tasks=[task], **crew_kw), agent, llm
+
+
+class RollbackCounter:
+    """RAC plugin counting rollbacks and checking the world when each one ends."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    @rac.hookimpl
+    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
+                             reason: str) -> None:
+        self.started += 1
+
+
+def test_raise_policy_compensates_before_the_error_leaves_kickoff() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, _, llm = one_agent_crew(world, [[("book_flight", PAR)], [("book_hotel", HOTEL)],
+                                          "never reached"], tool_failure_policy="raise")
+    counter = RollbackCounter()
+    eng = engine(plugins=[counter])
+    enable_rac(crew, eng)
+
+    with pytest.raises(ToolExecutionFailedError) as caught:
+        crew.kickoff()
+
+    assert world.live() == []
+    assert "via cancel_flight" in caught.value.record.failure.message
+    assert counter.started == 1  # rolled back once, not again when the error left the run
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    assert len(llm.seen) == 2  # the agent never got another turn
+
+
+def test_enable_twice_wraps_once_and_model_sees_the_same_tools() -> None:
+    world = TravelWorld()
+    script: list[Any] = [[("book_flight", PAR)], "booked"]
+    plain, _, plain_llm = one_agent_crew(TravelWorld(), list(script))
+    plain.kickoff()
+    crew, agent, llm = one_agent_crew(world, list(script))
+    eng = engine()
+
+    enable_rac(crew, eng)
+    first = list(agent.tools or [])
+    assert enable_rac(crew, eng) is crew
+    assert list(agent.tools or []) == first and all(
+        isinstance(t, RACTool) and not isinstance(t.rac_inner, RACTool) for t in first)
+    crew.kickoff()
+
+    assert llm.tool_schemas[0] == plain_llm.tool_schemas[0]
+    assert told(llm, "book_flight") == told(plain_llm, "book_flight")
+    [run] = runs_of(eng)
+    assert [(r.tool, r.attempts, r.status) for r in eng.store.get_records(run.run_id)] == [
+        ("book_flight", 1, RecordStatus.COMPLETED)]
+    assert run.status is RunStatus.COMPLETED
+
+
+def test_kickoff_for_each_is_one_run_per_input() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", when=lambda a: a["city"] == "NCE")
+
+    def book_for(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        city = "NCE" if any("to NCE" in str(m.get("content")) for m in messages) else "PAR"
+        return [("book_flight", {**PAR, "dest": city})]
+
+    def hotel_for(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        city = "NCE" if any("to NCE" in str(m.get("content")) for m in messages) else "PAR"
+        return [("book_hotel", {**HOTEL, "city": city})]
+
+    crew, _, _ = one_agent_crew(world, [book_for, hotel_for, "done", book_for, hotel_for,
+                                        "failed"], description="Book a trip to {city}")
+    eng = engine()
+    enable_rac(crew, eng)
+
+    crew.kickoff_for_each([{"city": "PAR"}, {"city": "NCE"}])
+
+    # The second input's failure undid only its own flight: the first trip stays booked.
+    assert sorted((b["kind"], b["place"]) for b in world.live()) == [
+        ("flight", "PAR"), ("hotel", "PAR")]
+    runs = {r.status: r for r in runs_of(eng)}
+    assert sorted(runs) == [RunStatus.COMPENSATED, RunStatus.COMPLETED]
+    assert [r.tool for r in eng.store.get_records(runs[RunStatus.COMPLETED].run_id)] == [
+        "book_flight", "book_hotel"]
+    assert [r.tool for r in eng.store.get_records(runs[RunStatus.COMPENSATED].run_id)] == [
+        "book_flight", "book_hotel", "cancel_flight"]
+
+
+def test_single_agent_enabled_in_a_plain_crew_runs_each_task_as_a_run() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, agent, llm = one_agent_crew(world, [[("book_flight", PAR)], [("book_hotel", HOTEL)],
+                                              "nothing booked"])
+    eng = engine()
+    assert enable_rac_for_agent(agent, eng) is agent
+
+    crew.kickoff()
+
+    assert world.live() == []
+    assert "via cancel_flight" in told(llm, "book_hotel")[0]
+    [run] = runs_of(eng)
+    assert run.agent_id == "travel agent" and run.status is RunStatus.COMPENSATED
+
+
+def test_unknown_compensator_is_refused_when_enabling() -> None:
+    world = TravelWorld()
+    llm = ScriptedLLM([])
+    agent = Agent(role="a", goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world, "book_flight"))
+    crew = Crew(agents=[agent], tasks=[Task(description="d", expected_output="x", agent=agent)])
+    with pytest.raises(rac.ConfigurationError, match="cancel_flight"):
+        enable_rac(crew, engine())

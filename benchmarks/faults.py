@@ -9,6 +9,7 @@ never enters, so the same call fails the same way under every approach.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import random
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 from benchmarks.clock import VirtualClock
 from benchmarks.errors import InjectedPermanent, InjectedTransient
 
+IDEMPOTENCY_PARAM = "idempotency_key"
 TRANSIENT_TEXT = {
     "timeout": "upstream timeout after 30s",
     "5xx": "503 service unavailable, try again",
@@ -55,8 +57,9 @@ class FaultRule:
 
 
 def call_key(args: dict[str, Any]) -> str:
-    """The logical call: its arguments, canonically encoded."""
-    return json.dumps(args, sort_keys=True, default=str)
+    """The logical call: its arguments (without any idempotency key), canonically encoded."""
+    return json.dumps({k: v for k, v in args.items() if k != IDEMPOTENCY_PARAM},
+                      sort_keys=True, default=str)
 
 
 @dataclass
@@ -80,6 +83,8 @@ class FaultLayer:
         self.clock = clock
         self.stats = FaultStats()
         self._attempts: dict[tuple[str, str], int] = {}
+        #: the idempotency key of the call in progress (worlds read it, as an API reads a header)
+        self.current_key: str | None = None
 
     def _draw(self, rule_index: int, rule: FaultRule, tool: str, key: str,
               attempt: int) -> bool:
@@ -111,9 +116,11 @@ class FaultLayer:
                                 retry_after=2.0 if rule.kind == "429" else None)
 
     def wrap(self, tool: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` with faults injected; keeps its signature."""
+        """``fn`` with faults injected. Its signature gains an optional ``idempotency_key``, which
+        the world honours the way an API honours an Idempotency-Key header."""
         @functools.wraps(fn)
         def call(**args: Any) -> Any:
+            self.current_key = args.pop(IDEMPOTENCY_PARAM, None)
             key = call_key(args)
             attempt = self._attempts.get((tool, key), 0) + 1
             self._attempts[(tool, key)] = attempt
@@ -129,6 +136,14 @@ class FaultLayer:
             if rule is not None:
                 self._raise(rule, tool, after=True)
             return result
+
+        sig = inspect.signature(fn)
+        extra = inspect.Parameter(IDEMPOTENCY_PARAM, inspect.Parameter.KEYWORD_ONLY,
+                                  default=None, annotation="str | None")
+        call.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*sig.parameters.values(), extra])
+        call.__annotations__ = {**getattr(fn, "__annotations__", {}),
+                                IDEMPOTENCY_PARAM: "str | None"}
         return call
 
     def wrap_all(self, tools: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:

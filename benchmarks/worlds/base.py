@@ -45,6 +45,7 @@ class World:
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self.ledger = Ledger()
+        #: where the world reads the idempotency key of the call in progress
         self.idempotency_key: Callable[[], str | None] = lambda: None
         self._replies: dict[tuple[str, str], Any] = {}
         self._counter = 0

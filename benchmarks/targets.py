@@ -1,0 +1,49 @@
+"""The issue's targets, evaluated on the figures (a failed target is reported, never hidden)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+RAC_NAMES = ("rac-memory", "rac-sqlite")
+
+
+def evaluate(figures: dict[str, Any], overhead: dict[str, Any]) -> dict[str, Any]:
+    """``{target: {"pass": bool, "detail": str}}``."""
+    out: dict[str, Any] = {}
+    for name in RAC_NAMES:
+        by_class = figures["by_class"].get(name)
+        if not by_class:
+            continue
+        bad = {c: s["runs_violating_any"] for c, s in by_class.items()
+               if c != "comp_permanent" and s["runs_violating_any"]}
+        runs = sum(s["runs"] for c, s in by_class.items() if c != "comp_permanent")
+        out[f"{name}: zero I1-I7 violations where compensators eventually succeed"] = {
+            "pass": not bad,
+            "detail": f"{runs} runs; violating runs per class: {bad or 'none'}"}
+        perm = by_class.get("comp_permanent")
+        if perm:
+            rate = perm["needs_attention_named_rate"]
+            out[f"{name}: a compensator that fails for good is named, run needs_attention"] = {
+                "pass": rate == 1.0 and perm["runs_violating_any"] == perm["violations"]["I1"]
+                and perm["violations"]["I1"] == 0,
+                "detail": f"{perm['runs']} runs; named and needs_attention in {rate:.0%}"}
+    apps = figures["approaches"]
+    if "saga" in apps and "rac-memory" in apps:
+        saga = apps["saga"]["policy_steps_fault_heavy"]
+        racs = apps["rac-memory"]["policy_steps_fault_heavy"]
+        ratio = saga / racs if racs else float("inf")
+        out["RAC needs >= 1.5x fewer policy steps than saga planning (fault-heavy classes)"] = {
+            "pass": ratio >= 1.5,
+            "detail": f"saga {saga:.2f} vs RAC {racs:.2f} steps per run: {ratio:.2f}x"}
+    mem, ref = overhead.get("rac-memory"), overhead.get("reference")
+    if mem and ref:
+        empty_ok = mem["0"]["median"] <= ref["0"]["median"]
+        half_ok = all(mem[k]["median"] <= ref[k]["median"] / 2 for k in ("10", "100", "1000"))
+        out["RAC memory overhead <= reference on an empty run"] = {
+            "pass": empty_ok,
+            "detail": f"{mem['0']['median']} us vs {ref['0']['median']} us (median)"}
+        out["RAC memory overhead <= half the reference's with >= 10 records"] = {
+            "pass": half_ok,
+            "detail": ", ".join(f"{k}: {mem[k]['median']} vs {ref[k]['median']} us"
+                                for k in ("10", "100", "1000"))}
+    return out

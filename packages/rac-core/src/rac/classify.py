@@ -41,6 +41,7 @@ class Classification:
 _TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError",
                          "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
 _FAILED_STATUSES = {"error", "failed", "failure"}
+_SIGNAL_KEYS = frozenset({"error", "status", "success", "ok"})
 
 
 def _status_code(err: BaseException) -> int | None:
@@ -103,6 +104,10 @@ def default_classify(error: BaseException) -> Classification:
 
 def default_detect_result_error(result: Any) -> ResultError | None:
     """A :class:`ResultError` if the result's structure says the call failed, else None."""
+    if type(result) is dict and not _SIGNAL_KEYS.intersection(result):
+        return None
+    if result is None or type(result) in (int, float, bool):
+        return None
     data = as_fields(result)
     if not isinstance(data, Mapping):
         return None

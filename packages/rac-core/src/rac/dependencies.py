@@ -13,23 +13,37 @@ from rac.serialize import as_fields
 _ID_KEY = re.compile(r"(^|_)(id|ids|ref|reference|number|no|code|confirmation|token)$|Id$",
                      re.IGNORECASE)
 _DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$|^\d{1,2}:\d{2}")
-_OPAQUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-:.]{3,}$")
+
+
+_MIXED = re.compile(r"^(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-:.]{3,127}$")
 
 
 def is_id_like(value: Any) -> bool:
     """True for opaque identifiers (``"F-1023"``, ``"bk_9f2c"``, a UUID): mixed letters and
     digits, no spaces, not a date or time. Words and bare numbers are not ids."""
-    if not isinstance(value, str) or not _OPAQUE.match(value) or len(value) > 128:
+    if type(value) is not str or not _MIXED.match(value):
         return False
-    has_digit = any(c.isdigit() for c in value)
-    has_alpha = any(c.isalpha() for c in value)
-    return has_digit and has_alpha and not _DATE_LIKE.match(value)
+    return not (value[0].isdigit() and _DATE_LIKE.match(value))
 
 
 def result_ids(result: Any, *, limit: int = 64) -> list[Any]:
     """Id-like values in a result: values of id-named fields (``booking_id``, ``ref``) and opaque
     id-like strings anywhere, including a bare id returned on its own."""
     out: list[Any] = []
+    if type(result) is dict:
+        for k, v in result.items():  # fast path: a flat dict of scalars
+            tv = type(v)
+            if tv is str:
+                if is_id_like(v):
+                    out.append(v)
+            elif tv is int:
+                if v >= 1000 and _ID_KEY.search(k):
+                    out.append(v)
+            elif tv is not float and tv is not bool and v is not None:
+                break
+        else:
+            return out[:limit]
+        out = []
 
     def walk(value: Any, key: str | None, depth: int) -> None:
         if len(out) >= limit or depth > 4:

@@ -77,8 +77,7 @@ async def drive_async(flow: Flow[T], clock: Clock,
             return stop.value  # type: ignore[no-any-return]
         if isinstance(effect, Sleep):
             if effect.shielded:
-                seconds = effect.seconds
-                cancelled |= (await _shielded(lambda: clock.asleep(seconds)))[1]
+                cancelled |= (await _shielded(clock.asleep(effect.seconds)))[1]
             else:
                 try:
                     await clock.asleep(effect.seconds)
@@ -88,8 +87,7 @@ async def drive_async(flow: Flow[T], clock: Clock,
             continue
         try:
             if effect.shielded:
-                current = effect
-                value, was_cancelled = await _shielded(lambda: _acall(current))
+                value, was_cancelled = await _shielded(_acall(effect))
                 cancelled |= was_cancelled
             else:
                 value = await _acall(effect)
@@ -108,9 +106,9 @@ async def _acall(effect: Invoke) -> Any:
     return await asyncio.to_thread(effect.call, effect.args)
 
 
-async def _shielded(start: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
-    """Await ``start()`` to completion even if the caller is cancelled; say if it was."""
-    task = asyncio.ensure_future(start())
+async def _shielded(work: Awaitable[Any]) -> tuple[Any, bool]:
+    """Await ``work`` to completion even if the caller is cancelled; say if it was."""
+    task = asyncio.ensure_future(work)
     cancelled = False
     while True:
         try:

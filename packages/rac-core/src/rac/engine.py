@@ -30,6 +30,25 @@ NoCompensationPolicy = Literal["warn", "assume_read_only", "refuse"]
 _POLICIES = ("warn", "assume_read_only", "refuse")
 
 
+class _PluginManager(pluggy.PluginManager):
+    """A plugin manager that tells the engine when plugins come and go (to refresh the
+    hot-path shortcuts)."""
+
+    def __init__(self, project: str, on_change: Callable[[], None]) -> None:
+        super().__init__(project)
+        self._on_change = on_change
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        result = super().register(plugin, name)
+        self._on_change()
+        return result
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        result = super().unregister(plugin, name)
+        self._on_change()
+        return result
+
+
 class RAC:
     """The engine: what to undo and how, where the log lives, and which plugins run.
 
@@ -95,7 +114,10 @@ class RAC:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
-        self.plugin_manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self._normalizes = self._notify_records = False
+        self._resolve_fast: Callable[..., Any] | None = None
+        self._detect_fast: Callable[..., Any] | None = None
+        self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._refresh_hook_flags)
         self.plugin_manager.add_hookspecs(hookspecs)
         for name, cls in DEFAULT_PLUGINS.items():
             self.plugin_manager.register(cls(), name=name)
@@ -104,7 +126,6 @@ class RAC:
         for plugin in plugins:
             self.register_plugin(plugin)
         self.hook = self.plugin_manager.hook
-        self._refresh_hook_flags()
         self.store: Store = open_store(store)
 
     # -- plugins and tools -----------------------------------------------------------------------
@@ -116,12 +137,39 @@ class RAC:
             raise ConfigurationError(f"cannot register plugin {plugin!r}: {e}") from e
         except pluggy.PluginValidationError as e:
             raise ConfigurationError(f"plugin {plugin!r} does not match the hookspecs: {e}") from e
-        self._refresh_hook_flags()
 
     def _refresh_hook_flags(self) -> None:
+        """Cache which hooks have implementations beyond the defaults, so the hot path of a
+        call skips pluggy's dispatch when only a default plugin would answer."""
+        if not hasattr(self, "plugin_manager"):
+            return
         hook = self.plugin_manager.hook
         self._normalizes = bool(hook.rac_normalize_result.get_hookimpls())
         self._notify_records = bool(hook.rac_record_written.get_hookimpls())
+        self._resolve_fast = self._sole_default(hook.rac_resolve_compensation,
+                                                "rac.default.compensations")
+        self._detect_fast = self._sole_default(hook.rac_detect_result_error,
+                                               "rac.default.result_errors")
+
+    @staticmethod
+    def _sole_default(caller: Any, name: str) -> Callable[..., Any] | None:
+        impls = caller.get_hookimpls()
+        if len(impls) == 1 and impls[0].plugin_name == name:
+            return cast(Callable[..., Any], impls[0].function)
+        return None
+
+    def resolve_compensation(self, record: Any) -> Any:
+        """How to undo ``record`` (through ``rac_resolve_compensation``), or None."""
+        if self._resolve_fast is not None:
+            return self._resolve_fast(engine=self, record=record)
+        return self.hook.rac_resolve_compensation(engine=self, record=record)
+
+    def detect_result_error(self, tool: str, result: Any) -> BaseException | None:
+        """The failure a result describes (through ``rac_detect_result_error``), or None."""
+        if self._detect_fast is not None:
+            return cast(BaseException | None, self._detect_fast(tool=tool, result=result))
+        return cast(BaseException | None,
+                    self.hook.rac_detect_result_error(tool=tool, result=result))
 
     def add_passthrough(self, *exc_types: type[BaseException]) -> None:
         """Declare exceptions that are control flow of a framework (interrupts, hand-offs): RAC

@@ -88,7 +88,11 @@ class Record:
 
     def copy(self) -> Record:
         """A shallow copy whose lists are not shared."""
-        return dataclasses.replace(self, depends_on=list(self.depends_on))
+        return Record(self.run_id, self.seq, self.tool, self.kind, self.status, self.agent_id,
+                      self.scope, self.args, self.result, self.error, self.attempts,
+                      self.idempotency_key, list(self.depends_on), self.compensates,
+                      self.alternative_of, self.compensable, self.read_only, self.note,
+                      self.created_at, self.updated_at)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (enums as their values)."""

@@ -25,6 +25,7 @@ from rac.dependencies import DependencyIndex, result_ids
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
 from rac.events import emit
+from rac.events import logger as event_logger
 from rac.models import (
     LEGAL_TRANSITIONS,
     Record,
@@ -47,6 +48,9 @@ AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 _CURRENT_RUN: ContextVar[Run | None] = ContextVar("rac_current_run", default=None)
 _CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_scope", default=None)
+
+
+_BAD = frozenset({RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED})
 
 
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
@@ -127,6 +131,7 @@ class Run:
         self._rng = random.Random(self.run_id)
         self._started = False
         self._rollback_scope = "0"
+        self._events: Any = None
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         if tools:
             self.add_tools(tools)
@@ -235,23 +240,27 @@ class Run:
         self._emit_record(rec, None)
 
     def _update(self, rec: Record, **fields: Any) -> None:
+        """Write changed fields of a record to the store, then to the in-memory copy; a status
+        change is checked against :data:`LEGAL_TRANSITIONS` and emits one event."""
         previous = rec.status
         new = fields.get("status")
         if new is not None and new is not previous and new not in LEGAL_TRANSITIONS[previous]:
             raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
                                f"{previous} -> {new}")
         fields["updated_at"] = self.engine.clock.now()
+        self.engine.store.update_record(self.run_id, rec.seq, **fields)
         for k, v in fields.items():
             setattr(rec, k, v)
-        self.engine.store.update_record(self.run_id, rec.seq, **fields)
         if new is not None and new is not previous:
             self._emit_record(rec, previous)
 
     def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
-        bad = rec.status in (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED)
-        emit("rac.record", level="warning" if bad else "info", run_id=self.run_id, seq=rec.seq,
-             tool=rec.tool, kind=str(rec.kind), status=str(rec.status), agent_id=rec.agent_id,
-             attempts=rec.attempts, error=rec.error)
+        status = rec.status
+        if self._events is None:
+            self._events = event_logger().bind(run_id=self.run_id)
+        log = self._events.warning if status in _BAD else self._events.info
+        log("rac.record", seq=rec.seq, tool=rec.tool, kind=rec.kind.value, status=status.value,
+            agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         if self.engine._notify_records:
             self.engine.hook.rac_record_written(record=rec.copy(),
                                                 previous=str(previous) if previous else None)
@@ -275,8 +284,7 @@ class Run:
                          None, None, 0, idempotency_key(self.run_id, seq, "action"), deps, None,
                          alternative_of, True, read_only, None, now, now)
             refused = False
-            if not read_only and engine.hook.rac_resolve_compensation(engine=engine,
-                                                                      record=rec) is None:
+            if not read_only and engine.resolve_compensation(rec) is None:
                 policy = engine.no_compensation
                 if policy == "assume_read_only":
                     rec.read_only = True
@@ -327,7 +335,7 @@ class Run:
                 if engine._normalizes:
                     norm = engine.hook.rac_normalize_result(tool=tool, result=raw)
                     value = raw if norm is None else norm
-                err = engine.hook.rac_detect_result_error(tool=tool, result=value)
+                err = engine.detect_result_error(tool, value)
                 if err is None:
                     return True, raw, value, None, None
             else:
@@ -505,7 +513,7 @@ class Run:
         """Undo one action. Returns (outcome, compensator, error) where outcome is
         'compensated', 'failed', 'held' or 'none' (no compensator)."""
         engine = self.engine
-        comp = engine.hook.rac_resolve_compensation(engine=engine, record=rec)
+        comp = engine.resolve_compensation(rec)
         if comp is None:
             return "none", None, None
         tool = self.tool(comp.tool)

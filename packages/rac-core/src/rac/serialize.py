@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -47,9 +48,13 @@ def _redact_text(text: str) -> str:
     return CARD_NUMBER_PATTERN.sub(repl, text)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     """True if a mapping key names a secret (password, token, api_key, card number, ...)."""
     return key.lower() in _SECRET_WHOLE_KEYS or bool(SECRET_KEY_PATTERN.search(key))
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
@@ -61,6 +66,14 @@ def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
         return _redact_text(value) if redact else value
     if _depth > 32:
         return {"__type__": type(value).__name__, "repr": "<nested too deep>"}
+    if type(value) is dict:
+        # Fast path: a flat dict of short scalars with plain keys (most tool arguments/results).
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
+                    type(v) is str and len(v) >= 13):
+                break
+        else:
+            return dict(value)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -115,12 +128,35 @@ def as_fields(value: Any) -> Any:
     return value
 
 
+def _rough_size(value: Any, limit: int) -> int:
+    """A cheap upper-bound-ish estimate of a JSON value's size, stopping once past ``limit``."""
+    stack = [value]
+    size = 0
+    while stack and size <= limit:
+        v = stack.pop()
+        if type(v) is str:
+            size += len(v) + 2
+        elif type(v) is dict:
+            size += 2
+            for k, x in v.items():
+                size += len(k) + 4
+                stack.append(x)
+        elif type(v) is list:
+            size += 2
+            stack.extend(v)
+        else:
+            size += 24
+    return size
+
+
 def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     """Return ``value`` or, when its JSON exceeds ``max_chars``, a marker holding its hash,
     its size and a truncated prefix, so the log stays bounded and nothing is silently lost."""
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str) and len(value) <= max_chars:
+        return value
+    if _rough_size(value, max_chars // 2) <= max_chars // 2:
         return value
     text = json.dumps(value, default=str, ensure_ascii=False)
     if len(text) <= max_chars:
@@ -130,5 +166,14 @@ def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
 
 
 def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
-    """Everything a value goes through before it is written to the log or an event."""
+    """Everything a value goes through before it is written to the log or an event: a
+    JSON-safe, redacted copy, capped at ``max_chars``."""
+    if type(value) is dict and len(value) <= 64:
+        # Fast path: a small flat dict of short scalars with plain keys needs no cap.
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
+                    type(v) is str and len(v) >= 13):
+                break
+        else:
+            return dict(value)
     return cap(to_jsonable(value), max_chars)

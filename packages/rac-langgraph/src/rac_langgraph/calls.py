@@ -37,12 +37,18 @@ class RACToolCalls:
             compensators the model is not offered.
         agent_id: the agent id written on this agent's records (default: the ``name`` given to
             ``create_agent``, else the engine's ``agent_id``).
+        finish_steps: mark the turn's run completed after each tool step (when none of its
+            calls is running). A hand-built graph has no end-of-turn hook, and a run left
+            ``running`` when the process exits would be rolled back by ``rac recover``; the
+            run stays joinable, so a later failure in the turn still undoes the whole turn.
+            :class:`rac_langgraph.RACMiddleware` turns it off and ends runs in ``after_agent``.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
-                 **config: Any) -> None:
+                 finish_steps: bool = True, **config: Any) -> None:
         self.engine = build_engine(rac, agent_id, config)
         self.agent_id = agent_id
+        self.finish_steps = finish_steps
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
@@ -59,10 +65,13 @@ class RACToolCalls:
                 return _as_message(request, name, _engine_tool(run, name).invoke(args))
             return _checked(execute(req), name, call["name"])
 
+        self.turns.enter(run)
         try:
             outcome = run.execute(call["name"], call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
+        finally:
+            self.turns.leave(run, finish_when_idle=self.finish_steps)
         return _answer(outcome, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
@@ -79,10 +88,13 @@ class RACToolCalls:
                 return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
             return _checked(await execute(req), name, call["name"])
 
+        self.turns.enter(run)
         try:
             outcome = await run.aexecute(call["name"], call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
+        finally:
+            self.turns.leave(run, finish_when_idle=self.finish_steps)
         return _answer(outcome, request)
 
     # -- turns --------------------------------------------------------------------------------
@@ -106,8 +118,7 @@ class RACToolCalls:
         self.turns.end_turn(state, config)
 
     def close(self) -> None:
-        """Finish every run the engine's LangGraph adapters opened (for hand-built graphs, whose
-        turns have no end hook: call it when the application shuts down)."""
+        """Finish and forget every run the engine's LangGraph adapters opened."""
         self.turns.close()
 
 

@@ -38,7 +38,7 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  **config: Any) -> None:
         super().__init__()
-        self.calls = RACToolCalls(rac, agent_id=agent_id, **config)
+        self.calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=False, **config)
 
     @property
     def engine(self) -> rac.RAC:

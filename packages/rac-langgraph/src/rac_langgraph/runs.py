@@ -71,6 +71,7 @@ class TurnRuns:
         self._runs: OrderedDict[TurnKey, rac.Run] = OrderedDict()
         self._latest: dict[str, TurnKey] = {}
         self._offered: dict[str, set[int]] = {}
+        self._busy: dict[str, int] = {}
 
     def run_for(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
         """The run a tool call of this turn joins (opened on first use)."""
@@ -108,6 +109,23 @@ class TurnRuns:
             seen.update(id(t) for t in new)
         if new:
             run.add_tools([as_rac_tool(t) for t in new])
+
+    def enter(self, run: rac.Run) -> None:
+        """A tool call of ``run`` starts."""
+        with self._lock:
+            self._busy[run.run_id] = self._busy.get(run.run_id, 0) + 1
+
+    def leave(self, run: rac.Run, *, finish_when_idle: bool) -> None:
+        """A tool call of ``run`` ended; with ``finish_when_idle``, mark the run completed when
+        no other call of it is running (for graphs that have no end-of-turn hook)."""
+        with self._lock:
+            left = self._busy.get(run.run_id, 1) - 1
+            if left > 0:
+                self._busy[run.run_id] = left
+                return
+            self._busy.pop(run.run_id, None)
+        if finish_when_idle and self.engine.current_run() is not run:
+            finish(run)
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of this turn completed; it stays joinable by other agents of the turn."""

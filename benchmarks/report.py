@@ -129,6 +129,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         "- Cost model: a policy step is one model call (1.5 s virtual). The saga pays one "
         "planning call per plan, one validation call per executed step and one per "
         "compensation. Tool calls take 0.2 s virtual; backoff waits are virtual.",
+        "- `rac-sqlite` scenario runs keep their log files in `/dev/shm` when it exists "
+        "(`$RAC_BENCH_SQLITE_DIR` overrides): fsync does not change what is left in the world. "
+        "The overhead and rollback figures below use the ordinary temp directory, fsync "
+        "included.",
+        "- Not yet measured: I8 (crash at every enumerated point, then recovery) and the "
+        "logistics world (REALM-Bench P5-P9).",
         "",
         "## Targets",
         "",

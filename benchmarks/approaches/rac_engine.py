@@ -5,6 +5,7 @@ rolled back."""
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -27,6 +28,16 @@ from benchmarks.worlds.base import World
 #: one call plus two retries, as the prompted baseline and the saga get
 RETRY = rac.RetryPolicy(max_attempts=3, initial_delay=0.5, multiplier=2.0, max_delay=8.0,
                         jitter=0.1)
+
+
+def scenario_db_dir() -> str | None:
+    """Where the scenario runs keep their SQLite files: ``$RAC_BENCH_SQLITE_DIR``, else
+    ``/dev/shm`` when present (invariants do not depend on fsync; the overhead figures use the
+    ordinary temp directory), else the temp directory."""
+    env = os.environ.get("RAC_BENCH_SQLITE_DIR")
+    if env:
+        return env
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
@@ -76,7 +87,7 @@ class RACApproach:
         if self.store == "memory":
             return "memory://"
         if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="rac-bench-"))
+            self._tmp = Path(tempfile.mkdtemp(prefix="rac-bench-", dir=scenario_db_dir()))
             atexit.register(shutil.rmtree, self._tmp, True)
         return f"sqlite:///{self._tmp / (run_id.replace('/', '_') + '.db')}"
 

@@ -183,6 +183,20 @@ class RAC:
         self.tools.update(new)
         self.registry.check_known(self.tools, only_for=list(new))
 
+    def register_mcp_tools(self, tools: Iterable[Any]) -> None:
+        """Add the compensation pairs, alternatives and read-only hints that MCP tools declare in
+        their metadata (see :mod:`rac.mcp`). Validated like any declaration."""
+        from rac.mcp import declarations_from_mcp
+
+        found = declarations_from_mcp(tools)
+        for name in found.read_only:
+            if name not in self.registry.pairs:
+                self.registry.add_read_only(name)
+        for name, spec in found.compensations.items():
+            self.registry.add(name, spec)
+        for name, alts in found.alternatives.items():
+            self.registry.add_alternatives(name, alts)
+
     def render(self, report: RecoveryReport) -> str:
         """The text the agent receives for ``report`` (through ``rac_render_report``)."""
         text = self.hook.rac_render_report(report=report)

@@ -117,6 +117,8 @@ class RAC:
         self._normalizes = self._notify_records = False
         self._resolve_fast: Callable[..., Any] | None = None
         self._detect_fast: Callable[..., Any] | None = None
+        self._map_fast: Callable[..., Any] | None = None
+        self._auto_approve = False
         self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._refresh_hook_flags)
         self.plugin_manager.add_hookspecs(hookspecs)
         for name, cls in DEFAULT_PLUGINS.items():
@@ -150,6 +152,10 @@ class RAC:
                                                 "rac.default.compensations")
         self._detect_fast = self._sole_default(hook.rac_detect_result_error,
                                                "rac.default.result_errors")
+        self._map_fast = self._sole_default(hook.rac_map_compensation_args,
+                                            "rac.default.mapping")
+        self._auto_approve = self._sole_default(hook.rac_approve_compensation,
+                                                "rac.default.approve") is not None
 
     @staticmethod
     def _sole_default(caller: Any, name: str) -> Callable[..., Any] | None:
@@ -163,6 +169,18 @@ class RAC:
         if self._resolve_fast is not None:
             return self._resolve_fast(engine=self, record=record)
         return self.hook.rac_resolve_compensation(engine=self, record=record)
+
+    def map_compensation_args(self, **kw: Any) -> dict[str, Any] | None:
+        """The compensating call's arguments (through ``rac_map_compensation_args``)."""
+        if self._map_fast is not None:
+            return cast(dict[str, Any], self._map_fast(**kw))
+        return cast("dict[str, Any] | None", self.hook.rac_map_compensation_args(**kw))
+
+    def approve_compensation(self, **kw: Any) -> bool:
+        """False if a plugin holds this compensation (``rac_approve_compensation``)."""
+        if self._auto_approve:
+            return True
+        return self.hook.rac_approve_compensation(**kw) is not False
 
     def detect_result_error(self, tool: str, result: Any) -> BaseException | None:
         """The failure a result describes (through ``rac_detect_result_error``), or None."""

@@ -524,7 +524,7 @@ class Run:
                 raise CompensationMappingError(
                     f"compensating tool {comp.tool!r} is not available to this run: register it "
                     f"with rac.RAC(tools=[...]) or give it to the agent")
-            cargs = engine.hook.rac_map_compensation_args(
+            cargs = engine.map_compensation_args(
                 engine=engine, record=rec, compensation=comp, tool=tool, args=args,
                 result=result, idempotency_key=key)
             if cargs is None:
@@ -533,8 +533,8 @@ class Run:
             with self._lock:
                 self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=str(e))
             return "failed", comp.tool, str(e)
-        if engine.hook.rac_approve_compensation(engine=engine, record=rec, compensation=comp,
-                                                args=cargs) is False:
+        if not engine.approve_compensation(engine=engine, record=rec, compensation=comp,
+                                           args=cargs):
             with self._lock:
                 self._update(rec, note=f"compensation via {comp.tool} held for approval")
             emit("rac.compensation_held", level="warning", run_id=self.run_id, seq=rec.seq,

@@ -15,13 +15,17 @@ _ID_KEY = re.compile(r"(^|_)(id|ids|ref|reference|number|no|code|confirmation|to
 _DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$|^\d{1,2}:\d{2}")
 
 
-_MIXED = re.compile(r"^(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-:.]{3,127}$")
+_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-:.]{3,127}")
+_isdigit = str.isdigit
+_isalpha = str.isalpha
 
 
 def is_id_like(value: Any) -> bool:
     """True for opaque identifiers (``"F-1023"``, ``"bk_9f2c"``, a UUID): mixed letters and
     digits, no spaces, not a date or time. Words and bare numbers are not ids."""
-    if type(value) is not str or not _MIXED.match(value):
+    if type(value) is not str or not _ID_CHARS.fullmatch(value):
+        return False
+    if not any(map(_isdigit, value)) or not any(map(_isalpha, value)):
         return False
     return not (value[0].isdigit() and _DATE_LIKE.match(value))
 
@@ -98,7 +102,17 @@ class DependencyIndex:
 
     def dependencies(self, args: Mapping[str, Any]) -> list[int]:
         """Seqs of the calls whose ids appear in ``args``."""
-        if not self._producers:
+        producers = self._producers
+        if not producers:
             return []
-        found = {self._producers[v] for v in argument_values(args) if v in self._producers}
+        found: set[int] = set()
+        for v in args.values():  # fast path: flat arguments
+            t = type(v)
+            if t is str or t is int:
+                seq = producers.get(v)
+                if seq is not None:
+                    found.add(seq)
+            elif t is not float and t is not bool and v is not None:
+                found = {producers[x] for x in argument_values(args) if x in producers}
+                break
         return sorted(found)

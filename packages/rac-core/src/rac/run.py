@@ -51,6 +51,7 @@ _CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_sco
 
 
 _BAD = frozenset({RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED})
+_IDLE = frozenset({RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION})
 
 
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
@@ -259,7 +260,8 @@ class Run:
         if self._events is None:
             self._events = event_logger().bind(run_id=self.run_id)
         log = self._events.warning if status in _BAD else self._events.info
-        log("rac.record", seq=rec.seq, tool=rec.tool, kind=rec.kind.value, status=status.value,
+        log("rac.record", seq=rec.seq, tool=rec.tool, kind=str.__str__(rec.kind),
+            status=str.__str__(status),
             agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         if self.engine._notify_records:
             self.engine.hook.rac_record_written(record=rec.copy(),
@@ -271,17 +273,17 @@ class Run:
         engine = self.engine
         read_only = tool in engine.registry.read_only
         now = engine.clock.now()
+        stored_args = store_value(args, engine.max_value_chars)
         with self._lock:
-            if self.status in (RunStatus.COMPLETED, RunStatus.COMPENSATED,
-                               RunStatus.NEEDS_ATTENTION) and not self._doomed:
+            if self.status in _IDLE and not self._doomed:
                 self._set_status(RunStatus.RUNNING)
             seq = next(self._seq)
             deps = self._deps.dependencies(args)
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
             rec = Record(self.run_id, seq, tool, RecordKind.ACTION, RecordStatus.PENDING,
-                         agent_id or self.agent_id, scope, store_value(args, engine.max_value_chars),
-                         None, None, 0, idempotency_key(self.run_id, seq, "action"), deps, None,
+                         agent_id or self.agent_id, scope, stored_args, None, None, 0,
+                         idempotency_key(self.run_id, seq, "action"), deps, None,
                          alternative_of, True, read_only, None, now, now)
             refused = False
             if not read_only and engine.resolve_compensation(rec) is None:
@@ -312,10 +314,11 @@ class Run:
         return args
 
     def _attempts(self, tool: str, rec: Record, invoke: Invoke, policy: RetryPolicy,
-                  *, shielded: bool = False) -> Flow[tuple[bool, Any, Any, BaseException | None,
-                                                          Classification | None]]:
+                  *, shielded: bool = False, first: tuple[bool, Any] | None = None
+                  ) -> Flow[tuple[bool, Any, Any, BaseException | None, Classification | None]]:
         """Call until success, a permanent failure, or the attempts run out. Returns
-        ``(ok, raw, value, error, classification)``."""
+        ``(ok, raw, value, error, classification)``. ``first`` is the outcome of a first attempt
+        already made (by the fast path of :meth:`execute`)."""
         engine = self.engine
         attempt = 0
         while True:
@@ -324,11 +327,14 @@ class Run:
                 rec.attempts = 1
             else:
                 self._update(rec, attempts=attempt)
-            try:
-                ok, raw = yield invoke
-            except BaseException as e:
-                self._interrupted(rec, e)
-                raise
+            if first is not None:
+                (ok, raw), first = first, None
+            else:
+                try:
+                    ok, raw = yield invoke
+                except BaseException as e:
+                    self._interrupted(rec, e)
+                    raise
             value = None
             if ok:
                 value = raw
@@ -363,14 +369,21 @@ class Run:
 
     def _call_flow(self, name: str, args: dict[str, Any], agent_id: str | None,
                    depends_on: Iterable[int], call: Invoker,
-                   acall: AsyncInvoker | None) -> Flow[CallOutcome]:
+                   acall: AsyncInvoker | None, *, scope: str | None = None,
+                   resume: tuple[Record, tuple[bool, Any]] | None = None) -> Flow[CallOutcome]:
+        """The whole life of one call: attempts, alternatives, and the rollback if all fail.
+        ``resume`` continues a call whose record was begun and first attempt made already."""
         engine = self.engine
-        scope = self.current_scope()
+        scope = self.current_scope() if scope is None else scope
         first: _Failure | None = None
         tried: list[AttemptedAlternative] = []
         first_seq: int | None = None
         for tool in [name, *engine.registry.alternatives.get(name, ())]:
-            rec, refused = self._begin(tool, args, agent_id, scope, depends_on, first_seq)
+            first_attempt: tuple[bool, Any] | None = None
+            if resume is not None:
+                (rec, first_attempt), refused, resume = resume, False, None
+            else:
+                rec, refused = self._begin(tool, args, agent_id, scope, depends_on, first_seq)
             if first_seq is None:
                 first_seq = rec.seq
             if refused:
@@ -379,7 +392,8 @@ class Run:
             call_args = self._call_args(tool, args, rec)
             invoke = Invoke(functools.partial(call, tool),
                             functools.partial(acall, tool) if acall else None, call_args)
-            ok, raw, value, err, cls = yield from self._attempts(tool, rec, invoke, engine.retry)
+            ok, raw, value, err, cls = yield from self._attempts(tool, rec, invoke, engine.retry,
+                                                                 first=first_attempt)
             if ok:
                 return (yield from self._complete(rec, args, raw, value))
             assert err is not None and cls is not None
@@ -399,8 +413,8 @@ class Run:
         return CallOutcome(False, first.tool, first.seq, error=first.error, report=report,
                            message=engine.render(report))
 
-    def _complete(self, rec: Record, args: dict[str, Any], raw: Any,
-                  value: Any) -> Flow[CallOutcome]:
+    def _succeeded(self, rec: Record, args: dict[str, Any], value: Any) -> bool:
+        """Record a success; True if the scope was rolled back while the call ran (doomed)."""
         with self._lock:
             self._in_flight.discard(rec.seq)
             self._update(rec, status=RecordStatus.COMPLETED, attempts=rec.attempts,
@@ -408,9 +422,15 @@ class Run:
             self._raw[rec.seq] = (args, value)
             if not rec.read_only:
                 self._deps.add_result(rec.seq, value)
-            doomed = rec.seq in self._doomed
-        if not doomed:
+            return rec.seq in self._doomed
+
+    def _complete(self, rec: Record, args: dict[str, Any], raw: Any,
+                  value: Any) -> Flow[CallOutcome]:
+        if not self._succeeded(rec, args, value):
             return CallOutcome(True, rec.tool, rec.seq, result=raw, value=value)
+        return (yield from self._undo_doomed(rec, raw, value))
+
+    def _undo_doomed(self, rec: Record, raw: Any, value: Any) -> Flow[CallOutcome]:
         # The scope was rolled back while this call was running: undo it now.
         undone = yield from self._compensate_flow(rec)
         with self._lock:
@@ -574,8 +594,41 @@ class Run:
         alternative) through the framework and returns its raw result or raises.
         """
         self._start()
-        return drive_sync(self._call_flow(name, dict(args), agent_id, depends_on, invoke, None),
-                          self.engine.clock, self.engine.passthrough)
+        engine = self.engine
+        args = dict(args)
+        scope = self.current_scope()
+        # Fast path: the first attempt runs inline; anything but a clean success continues in
+        # the shared flow (retries, alternatives, rollback) from where it stands.
+        rec, refused = self._begin(name, args, agent_id, scope, depends_on, None)
+        if refused:
+            return CallOutcome(False, name, rec.seq, refused=True, message=rec.error,
+                               error=NoCompensationError(rec.error or ""))
+        rec.attempts = 1
+        try:
+            first: tuple[bool, Any] = (True, invoke(name, self._call_args(name, args, rec)))
+        except engine.passthrough as e:
+            self._interrupted(rec, e)
+            raise
+        except Exception as e:  # noqa: BLE001 - a failure is data for the flow
+            first = (False, e)
+        except BaseException as e:
+            self._interrupted(rec, e)
+            raise
+        if first[0]:
+            raw = first[1]
+            value = raw
+            if engine._normalizes:
+                norm = engine.hook.rac_normalize_result(tool=name, result=raw)
+                value = raw if norm is None else norm
+            if engine.detect_result_error(name, value) is None and \
+                    not self._succeeded(rec, args, value):
+                return CallOutcome(True, name, rec.seq, result=raw, value=value)
+            if rec.status is RecordStatus.COMPLETED:  # doomed while running: undo it
+                return drive_sync(self._undo_doomed(rec, raw, value), engine.clock,
+                                  engine.passthrough)
+        return drive_sync(self._call_flow(name, args, agent_id, depends_on, invoke, None,
+                                          scope=scope, resume=(rec, first)),
+                          engine.clock, engine.passthrough)
 
     async def aexecute(self, name: str, args: dict[str, Any],
                        ainvoke: AsyncInvoker, *, agent_id: str | None = None,

@@ -55,25 +55,27 @@ class MemoryStore:
             run.lease_until = now + lease_seconds
             return True
 
+    # Record operations rely on the atomicity of single dict operations (setdefault, copy)
+    # instead of a lock: they are on the hot path of every tool call.
     def append(self, record: Record) -> None:
-        with self._lock:
+        recs = self._records.get(record.run_id)
+        if recs is None:
             recs = self._records.setdefault(record.run_id, {})
-            if record.seq in recs:
-                raise ConflictError(
-                    f"record {record.run_id}#{record.seq} already exists ({recs[record.seq].tool}); "
-                    "refusing to overwrite it")
-            recs[record.seq] = record.copy()
+        mine = record.copy()
+        existing = recs.setdefault(record.seq, mine)
+        if existing is not mine:
+            raise ConflictError(
+                f"record {record.run_id}#{record.seq} already exists ({existing.tool}); "
+                "refusing to overwrite it")
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
-        with self._lock:
-            rec = self._records[run_id][seq]
-            for k, v in fields.items():
-                setattr(rec, k, v)
+        rec = self._records[run_id][seq]
+        for k, v in fields.items():
+            setattr(rec, k, v)
 
     def get_records(self, run_id: str) -> list[Record]:
-        with self._lock:
-            recs = self._records.get(run_id, {})
-            return [recs[s].copy() for s in sorted(recs)]
+        recs = self._records.get(run_id, {}).copy()
+        return [recs[s].copy() for s in sorted(recs)]
 
     def close(self) -> None:
         return None

@@ -62,12 +62,20 @@ class Signals:
 
     def __init__(self) -> None:
         self.flight_done = threading.Event()
+        self.hotel_started = threading.Event()
         self.rollback_started = threading.Event()
 
     @rac.hookimpl
     def rac_record_written(self, record: Record, previous: str | None) -> None:
         if record.tool == "book_flight" and record.status is RecordStatus.COMPLETED:
             self.flight_done.set()
+        if record.tool == "book_hotel" and previous is None:
+            self.hotel_started.set()
+
+    def car_may_fail(self, args: dict[str, Any]) -> None:
+        """Hold the car's failure until the flight is done and the hotel call has begun."""
+        self.flight_done.wait(10)
+        self.hotel_started.wait(10)
 
     @rac.hookimpl
     def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
@@ -78,9 +86,9 @@ class Signals:
 def test_parallel_calls_one_failing_compensates_done_and_still_running_ones() -> None:
     world = TravelWorld()
     signals = Signals()
-    # The car fails once the flight is done; the hotel is still running when the rollback
-    # starts, and completes after it (the waits only order threads; each returns at once).
-    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+    # The car fails once the flight is done and the hotel has begun; the hotel is still running
+    # when the rollback starts and completes after it (the waits only order the threads).
+    world.on_call("book_car", signals.car_may_fail)
     world.on_call("book_hotel", lambda args: signals.rollback_started.wait(10))
     world.fail("book_car", "permanent", message="no cars")
     llm = ScriptedLLM([

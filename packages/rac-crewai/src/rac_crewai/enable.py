@@ -86,9 +86,13 @@ def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
         return enable_rac(cls.copy(crew), engine)
 
     object.__setattr__(crew, ENGINE_ATTR, engine)
-    object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare))
+    def streaming() -> bool:
+        return bool(crew.stream)
+
+    object.__setattr__(crew, "kickoff",
+                       in_run(engine, cls.kickoff.__get__(crew), prepare, streaming))
     object.__setattr__(crew, "akickoff",
-                       in_async_run(engine, cls.akickoff.__get__(crew), prepare))
+                       in_async_run(engine, cls.akickoff.__get__(crew), prepare, streaming))
     object.__setattr__(crew, "copy", copy)
     return crew
 

@@ -62,13 +62,19 @@ class _SettledStop:
         raise self.escaped
 
 
-def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare) -> Callable[..., R]:
+def _never() -> bool:
+    return False
+
+
+def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
+           bypass: Callable[[], bool] = _never) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
-    the tools it may call)."""
+    the tools it may call). While ``bypass()`` is true the method runs as it is: a streaming
+    kickoff only sets up a stream, and calls ``kickoff`` again to do the work."""
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
-        if engine.current_run() is not None:
+        if bypass() or engine.current_run() is not None:
             return method(*args, **kwargs)
         agent_id, tools = prepare()
         with engine.run(agent_id=agent_id, tools=tools) as run, caller_tracking(), \
@@ -79,13 +85,13 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare) -> Calla
     return scoped
 
 
-def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]],
-                 prepare: Prepare) -> Callable[..., Awaitable[R]]:
+def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: Prepare,
+                 bypass: Callable[[], bool] = _never) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
 
     @functools.wraps(method)
     async def scoped(*args: Any, **kwargs: Any) -> R:
-        if engine.current_run() is not None:
+        if bypass() or engine.current_run() is not None:
             return await method(*args, **kwargs)
         agent_id, tools = prepare()
         async with engine.run(agent_id=agent_id, tools=tools) as run:

@@ -16,7 +16,8 @@ from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 import rac
 
 if TYPE_CHECKING:
-    from crewai import Agent, Crew, Task
+    from crewai import Crew, Task
+    from crewai.agents.agent_builder.base_agent import BaseAgent
 
 
 def unwrap(tool: BaseTool) -> BaseTool:
@@ -52,7 +53,7 @@ def is_coordination(tool: BaseTool) -> bool:
     return isinstance(tool, BaseAgentTool)
 
 
-def agent_tools(agent: Agent) -> list[BaseTool]:
+def agent_tools(agent: BaseAgent) -> list[BaseTool]:
     """The tools an agent was given, without CrewAI's delegation tools."""
     return [t for t in agent.tools or [] if not is_coordination(t)]
 
@@ -62,7 +63,7 @@ def task_tools(task: Task) -> list[BaseTool]:
     return list(task.tools or [])
 
 
-def crew_members(crew: Crew) -> Iterator[Agent]:
+def crew_members(crew: Crew) -> Iterator[BaseAgent]:
     """Every agent of the crew, including a user-given manager."""
     yield from crew.agents
     if crew.manager_agent is not None:

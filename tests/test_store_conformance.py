@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from rac.stores import MemoryStore, SQLiteStore, Store, open_store
 from rac.testing.conformance import StoreConformance, postgres_test_url
 

@@ -186,3 +186,47 @@ def test_bad_plugin_is_a_clear_error(make_engine: Any) -> None:
 
     with pytest.raises(rac.ConfigurationError, match="does not match the hookspecs"):
         make_engine(plugins=[Wrong()])
+
+
+class FrameworkTool:
+    """A stand-in for a framework's tool type: a name, a schema and a run method."""
+
+    def __init__(self, name: str, fn: Any, schema: dict[str, Any]) -> None:
+        self.name, self.fn, self.schema = name, fn, schema
+
+    def run(self, payload: dict[str, Any]) -> Any:
+        return self.fn(**payload)
+
+
+class FrameworkTools:
+    @rac.hookimpl
+    def rac_adapt_tool(self, tool: Any) -> rac.Tool | None:
+        if not isinstance(tool, FrameworkTool):
+            return None
+        return rac.Tool(tool.name, call=tool.run, params=list(tool.schema),
+                        required=list(tool.schema))
+
+
+def test_adapters_teach_the_engine_their_tool_type(world: TravelWorld) -> None:
+    tools = [FrameworkTool("book_hotel", world.book_hotel, {"guest": 1, "city": 1, "nights": 1}),
+             FrameworkTool("cancel_hotel", world.cancel_hotel, {"booking_id": 1})]
+    engine = rac.RAC(plugins=[FrameworkTools()], tools=tools, store="memory://",
+                     compensations={"book_hotel": "cancel_hotel"})
+    assert engine.tools["cancel_hotel"].params == ["booking_id"]
+    with engine.run() as run:
+        run.call("book_hotel", guest="a", city="Rome", nights=2)
+        assert run.rollback().clean
+    assert_no_live_effects(world)
+    with pytest.raises(TypeError, match="expected a rac.Tool or a function"):
+        engine.register_tools([object()])
+
+
+def test_runs_can_be_finished_and_joined_again(engine: rac.RAC, world: TravelWorld) -> None:
+    run = engine.run()
+    run.call("book_hotel", guest="a", city="Rome", nights=1)
+    run.finish()
+    assert engine.store.get_run(run.run_id).status is rac.RunStatus.COMPLETED  # type: ignore[union-attr]
+    run.call("book_hotel", guest="b", city="Rome", nights=1)
+    assert run.status is rac.RunStatus.RUNNING
+    engine.extensions["my_adapter"] = {"turns": 1}
+    assert engine.extensions == {"my_adapter": {"turns": 1}}

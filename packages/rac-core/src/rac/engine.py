@@ -102,9 +102,9 @@ class RAC:
             raise ConfigurationError("alternatives must be a mapping of tool name -> list of "
                                      f"tools, got {type(alternatives).__name__}")
         self.registry = CompensationRegistry(compensations, alternatives, read_only)
-        self.tools: dict[str, Tool] = tools_by_name(list(tools) if tools is not None else None)
-        if tools is not None:
-            self.registry.check_known(self.tools)
+        #: State adapters keep per engine (keyed by the adapter's package name).
+        self.extensions: dict[str, Any] = {}
+        self.tools: dict[str, Tool] = {}
         self.retry = retry or RetryPolicy()
         self.compensation_retry = compensation_retry or RetryPolicy(max_attempts=5)
         self.no_compensation: NoCompensationPolicy = no_compensation
@@ -128,6 +128,9 @@ class RAC:
         for plugin in plugins:
             self.register_plugin(plugin)
         self.hook = self.plugin_manager.hook
+        if tools is not None:
+            self.tools = tools_by_name([self.adapt_tool(t) for t in tools])
+            self.registry.check_known(self.tools)
         self.store: Store = open_store(store)
 
     # -- plugins and tools -----------------------------------------------------------------------
@@ -194,10 +197,20 @@ class RAC:
         lets them through untouched and never treats them as failures."""
         self.passthrough = tuple(dict.fromkeys([*self.passthrough, *exc_types]))
 
-    def register_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+    def adapt_tool(self, obj: Any, name: str | None = None) -> Tool:
+        """A :class:`rac.Tool` for ``obj``: itself, a framework tool adapted by a plugin
+        (``rac_adapt_tool``), or a plain function."""
+        if isinstance(obj, Tool):
+            return obj
+        adapted = self.hook.rac_adapt_tool(tool=obj)
+        if adapted is not None:
+            return cast(Tool, adapted)
+        return as_tool(obj, name=name)
+
+    def register_tools(self, tools: Iterable[Any]) -> None:
         """Make tools callable by the engine (compensators, alternatives) and check the
         declarations that concern them."""
-        new = tools_by_name(list(tools))
+        new = tools_by_name([self.adapt_tool(t) for t in tools])
         self.tools.update(new)
         self.registry.check_known(self.tools, only_for=list(new))
 
@@ -237,7 +250,7 @@ class RAC:
         Inside an open run the call joins it; outside, it runs in a run of its own. The wrapper
         keeps the function's name, signature and docstring, and works for coroutines.
         """
-        tool = as_tool(fn, name=name)
+        tool = self.adapt_tool(fn, name=name)
         self.tools.setdefault(tool.name, tool)
         sig = inspect.signature(fn)
 

@@ -109,6 +109,17 @@ def rac_render_report(report: RecoveryReport) -> str | None:
     """
 
 
+@hookspec(firstresult=True)
+def rac_adapt_tool(tool: Any) -> Tool | None:
+    """Turn a framework's tool object into a :class:`rac.Tool` the engine can call.
+
+    Called when tools are registered (``rac.RAC(tools=...)``, ``engine.register_tools``,
+    ``run.add_tools``) with an object that is not already a ``rac.Tool``. Adapters implement it
+    for their framework's tool type; return None for objects you do not know (plain functions
+    are handled by RAC itself).
+    """
+
+
 # -- notifications -----------------------------------------------------------------------------
 @hookspec
 def rac_record_written(record: Record, previous: str | None) -> None:

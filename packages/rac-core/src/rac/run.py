@@ -38,7 +38,7 @@ from rac.ordering import dependents_of, rollback_order
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.retry import RetryPolicy
 from rac.serialize import _redact_text, store_value
-from rac.tools import Tool, as_tool
+from rac.tools import Tool
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -141,7 +141,7 @@ class Run:
     def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
         """Make tools callable in this run (for compensations and alternatives), checking the
         engine's declarations that concern them."""
-        new = [as_tool(t) for t in tools]
+        new = [self.engine.adapt_tool(t) for t in tools]
         with self._lock:
             for t in new:
                 self._tools[t.name] = t
@@ -201,6 +201,14 @@ class Run:
     def _already_rolled_back(self, exc: BaseException) -> bool:
         return (isinstance(exc, ToolCallFailed) and exc.report.run_id == self.run_id
                 and exc.report.scope == "0")
+
+    def finish(self) -> None:
+        """Mark the run completed if it is running (a rolled-back run keeps its status).
+
+        For adapters whose framework has no block to wrap the run in: the run stays joinable,
+        and a later call sets it running again."""
+        self._start()
+        self._finish()
 
     def _finish(self) -> None:
         with self._lock:
@@ -650,7 +658,7 @@ class Run:
                 raise KeyError(f"unknown tool {tool!r}: pass the function, or register it with "
                                f"rac.RAC(tools=[...]) or run.add_tools([...])")
             return found
-        t = as_tool(tool)
+        t = self.engine.adapt_tool(tool)
         if self._tools.get(t.name) is not t:
             self.add_tools([t])
         return t

@@ -21,8 +21,8 @@ import rac
 from rac_langgraph.tools import as_rac_tool
 
 TurnKey = tuple[str | None, str, str]
-#: Attribute of the engine that holds its registry, so the registry lives and dies with it.
-_ATTR = "_rac_langgraph_turns"
+#: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
+_KEY = "rac_langgraph.turns"
 _REGISTRIES_LOCK = threading.Lock()
 
 
@@ -147,17 +147,14 @@ class TurnRuns:
 
 def finish(run: rac.Run) -> None:
     """Mark ``run`` completed if it is still running (a rolled-back run keeps its status)."""
-    # rac-core has no public Run.finish(); entering and leaving the run without an error is the
-    # public way to close it (see the adapter's notes for the lead).
-    with run:
-        pass
+    run.finish()
 
 
 def runs_of(engine: rac.RAC) -> TurnRuns:
     """The turn registry of ``engine``, shared by every adapter object that uses the engine."""
     with _REGISTRIES_LOCK:
-        runs = getattr(engine, _ATTR, None)
+        runs = engine.extensions.get(_KEY)
         if not isinstance(runs, TurnRuns):
             runs = TurnRuns(engine)
-            setattr(engine, _ATTR, runs)
+            engine.extensions[_KEY] = runs
         return runs

@@ -18,12 +18,6 @@ class TestMemoryStore(StoreConformance):
         yield s
         s.close()
 
-    @pytest.mark.xfail(strict=True, reason="core bug reported to the lead: Record.copy() is "
-                       "shallow, so MemoryStore.get_records shares the args/result dicts with "
-                       "the stored record and a caller's change alters the log")
-    def test_reads_are_copies(self, store: Store) -> None:
-        super().test_reads_are_copies(store)
-
 
 class TestSQLiteStore(StoreConformance):
     @pytest.fixture

@@ -62,6 +62,8 @@ class MemoryStore:
         if recs is None:
             recs = self._records.setdefault(record.run_id, {})
         mine = record.copy()
+        mine.args = _clone(mine.args)
+        mine.result = _clone(mine.result)
         existing = recs.setdefault(record.seq, mine)
         if existing is not mine:
             raise ConflictError(
@@ -71,14 +73,30 @@ class MemoryStore:
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         rec = self._records[run_id][seq]
         for k, v in fields.items():
-            setattr(rec, k, v)
+            setattr(rec, k, _clone(v) if k in ("args", "result", "depends_on") else v)
 
     def get_records(self, run_id: str) -> list[Record]:
         recs = self._records.get(run_id, {}).copy()
-        return [recs[s].copy() for s in sorted(recs)]
+        out = []
+        for s in sorted(recs):
+            rec = recs[s].copy()
+            rec.args = _clone(rec.args)
+            rec.result = _clone(rec.result)
+            out.append(rec)
+        return out
 
     def close(self) -> None:
         return None
+
+
+def _clone(value: Any) -> Any:
+    """A deep copy of a JSON-safe value (dicts, lists, scalars), so no caller shares the log's."""
+    t = type(value)
+    if t is dict:
+        return {k: _clone(v) for k, v in value.items()}
+    if t is list:
+        return [_clone(v) for v in value]
+    return value
 
 
 def _statuses(status: RunStatus | Iterable[RunStatus] | str | None) -> set[RunStatus] | None:

@@ -177,7 +177,7 @@ class PostgresStore:
     def _read(self, query: str | sql.Composed, params: Iterable[Any] = ()
               ) -> list[tuple[Any, ...]]:
         try:
-            return self._conn().execute(query, list(params)).fetchall()  # type: ignore[arg-type]
+            return self._conn().execute(query, list(params)).fetchall()
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
 

@@ -12,7 +12,7 @@ from crewai.tools.tool_failure import ToolExecutionFailedError
 import rac
 from rac.models import RecordStatus, RunStatus
 from rac.testing import TravelWorld
-from rac_crewai import RACTool, enable_rac, enable_rac_for_agent
+from rac_crewai import CrewAIPlugin, RACTool, enable_rac, enable_rac_for_agent
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
 HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}
@@ -128,11 +128,21 @@ def test_single_agent_enabled_in_a_plain_crew_runs_each_task_as_a_run() -> None:
     assert run.agent_id == "travel agent" and run.status is RunStatus.COMPENSATED
 
 
-def test_unknown_compensator_is_refused_when_enabling() -> None:
+def test_compensators_registered_with_the_engine_are_used_unknown_ones_refused() -> None:
     world = TravelWorld()
-    llm = ScriptedLLM([])
+    world.fail("book_hotel", "permanent", message="hotel full")
+    llm = ScriptedLLM([[("book_flight", PAR)], [("book_hotel", HOTEL)], "nothing booked"])
     agent = Agent(role="a", goal="g", backstory="b", llm=llm,
-                  tools=world_tools(world, "book_flight"))
+                  tools=world_tools(world, "book_flight", "book_hotel"))
     crew = Crew(agents=[agent], tasks=[Task(description="d", expected_output="x", agent=agent)])
     with pytest.raises(rac.ConfigurationError, match="cancel_flight"):
         enable_rac(crew, engine())
+
+    eng = engine(plugins=[CrewAIPlugin()])
+    eng.register_tools(world_tools(world, "cancel_flight", "cancel_hotel"))
+    enable_rac(crew, eng)
+    crew.kickoff()
+
+    assert world.live() == []
+    assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
+    assert "via cancel_flight" in told(llm, "book_hotel")[0]

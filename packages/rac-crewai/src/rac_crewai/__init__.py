@@ -9,7 +9,6 @@ See ``docs/crewai.md``.
 
 from rac_crewai.enable import enable_rac, enable_rac_for_agent, enabled_engine
 from rac_crewai.guarded_tool import RACTool
-from rac_crewai.results import ToolFailureResults
+from rac_crewai.plugin import CrewAIPlugin
 
-__all__ = ["RACTool", "ToolFailureResults", "enable_rac", "enable_rac_for_agent",
-           "enabled_engine"]
+__all__ = ["CrewAIPlugin", "RACTool", "enable_rac", "enable_rac_for_agent", "enabled_engine"]

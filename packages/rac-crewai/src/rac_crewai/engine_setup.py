@@ -9,7 +9,7 @@ from crewai.hooks.dispatch import HookAborted
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
 import rac
-from rac_crewai.results import PLUGIN_NAME, ToolFailureResults
+from rac_crewai.plugin import PLUGIN_NAME, CrewAIPlugin
 
 
 def engine_for(engine: rac.RAC | None, config: dict[str, Any]) -> rac.RAC:
@@ -19,12 +19,13 @@ def engine_for(engine: rac.RAC | None, config: dict[str, Any]) -> rac.RAC:
         raise rac.ConfigurationError(
             f"pass either a rac.RAC engine or its keywords, not both (got {sorted(config)})")
     if engine is None:
-        engine = rac.RAC(**config)
+        plugins = [p for p in config.pop("plugins", ()) if not isinstance(p, CrewAIPlugin)]
+        engine = rac.RAC(plugins=[CrewAIPlugin(), *plugins], **config)
     elif not isinstance(engine, rac.RAC):
         raise rac.ConfigurationError(f"rac must be a rac.RAC engine, got {type(engine).__name__}")
-    if not engine.plugin_manager.has_plugin(PLUGIN_NAME):
-        engine.register_plugin(ToolFailureResults(), name=PLUGIN_NAME)
-        # A hook abort or a tool failure raised under tool_failure_policy="raise" is CrewAI
-        # stopping the run, not a tool failing: RAC must not retry it or count it as one.
-        engine.add_passthrough(HookAborted, ToolExecutionFailedError)
+    if not any(isinstance(p, CrewAIPlugin) for p in engine.plugin_manager.get_plugins()):
+        engine.register_plugin(CrewAIPlugin(), name=PLUGIN_NAME)
+    # A hook abort or a tool failure raised under tool_failure_policy="raise" is CrewAI
+    # stopping the run, not a tool failing: RAC must not retry it or count it as one.
+    engine.add_passthrough(HookAborted, ToolExecutionFailedError)
     return engine

@@ -1,8 +1,7 @@
-"""How RAC and CrewAI read each other's results.
+"""What the agent receives when RAC could not complete a call.
 
-CrewAI tools may *return* a :class:`crewai.tools.tool_failure.ToolFailure` instead of raising;
-:class:`ToolFailureResults` makes RAC treat such a result as a failed attempt (transient when the
-tool says it is retryable). :func:`failure_for_agent` turns an unrecoverable RAC outcome into the
+(:class:`rac_crewai.plugin.CrewAIPlugin` makes RAC read a returned ``ToolFailure`` as a failed
+attempt.) :func:`failure_for_agent` turns an unrecoverable RAC outcome into the
 ``ToolFailure`` the agent receives: its message is the rendered recovery report, so the agent
 reads what was undone, and CrewAI's ``tool_failure_policy`` decides whether the crew goes on
 (``warn``/``ignore``) or stops (``raise``).
@@ -15,23 +14,9 @@ from typing import Any
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 
 import rac
-from rac.errors import ResultError
 
-#: The name under which :class:`ToolFailureResults` is registered on an engine.
-PLUGIN_NAME = "rac_crewai.tool_failures"
 #: Key of ``ToolFailure.details`` naming the RAC run that produced the failure.
 RUN_ID_KEY = "rac_run_id"
-
-
-class ToolFailureResults:
-    """RAC plugin: a returned ``ToolFailure`` is a failure, not a result."""
-
-    @rac.hookimpl
-    def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
-        """Flag a ``ToolFailure`` result; defer on anything else."""
-        if isinstance(result, ToolFailure):
-            return ResultError(result.as_agent_message(), result, transient=result.retryable)
-        return None
 
 
 def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run) -> ToolFailure:

@@ -143,3 +143,17 @@ def test_replan_after_rollback_completes_the_run(engine: rac.RAC, world: TravelW
         run.call("rent_car", driver="ann", city="Paris")
     assert run.status is rac.RunStatus.COMPLETED
     assert sorted(b["kind"] for b in world.live()) == ["car", "flight", "hotel"]
+
+
+def test_an_error_after_a_rollback_does_not_roll_back_twice(engine: rac.RAC,
+                                                            world: TravelWorld) -> None:
+    world.fail("book_car", "permanent")
+    with pytest.raises(RuntimeError, match="framework gave up"), engine.run() as run:
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+        with pytest.raises(rac.ToolCallFailed):
+            run.call("book_car", driver="a", city="Rome")
+        first = run.last_report
+        raise RuntimeError("framework gave up after the failure")
+    assert run.last_report is first and first is not None and first.failed_tool == "book_car"
+    assert run.status is rac.RunStatus.COMPENSATED
+    assert_no_live_effects(world)

@@ -35,7 +35,43 @@ _EXPORTS: dict[str, str] = {
     "Tool": "rac.tools",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CallOutcome",
+    "Classification",
+    "Clock",
+    "Compensation",
+    "CompensationMappingError",
+    "ConfigurationError",
+    "ConflictError",
+    "ErrorKind",
+    "MemoryStore",
+    "NoCompensationError",
+    "PermanentError",
+    "RAC",
+    "RACError",
+    "Record",
+    "RecordKind",
+    "RecordStatus",
+    "RecoveryReport",
+    "ResultError",
+    "RetryPolicy",
+    "Run",
+    "RunInfo",
+    "RunStatus",
+    "SQLiteStore",
+    "Scope",
+    "SequenceMismatchError",
+    "Store",
+    "StoreError",
+    "SystemClock",
+    "Tool",
+    "ToolCallFailed",
+    "TransientError",
+    "current_run",
+    "hookimpl",
+    "hookspec",
+    "open_store",
+]
 
 if TYPE_CHECKING:
     from rac.classify import Classification, ErrorKind

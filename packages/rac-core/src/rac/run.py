@@ -199,8 +199,19 @@ class Run:
             _CURRENT_RUN.reset(run_token)
 
     def _already_rolled_back(self, exc: BaseException) -> bool:
-        return (isinstance(exc, ToolCallFailed) and exc.report.run_id == self.run_id
-                and exc.report.scope == "0")
+        """True when an exception leaving the run needs no second rollback: the run's own
+        failure already rolled it back, or it is rolled back with nothing live since."""
+        if isinstance(exc, ToolCallFailed) and exc.report.run_id == self.run_id \
+                and exc.report.scope == "0":
+            return True
+        with self._lock:
+            if self.status not in (RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION):
+                return False
+            return not any(
+                r.kind is RecordKind.ACTION and not r.read_only and r.compensable
+                and (r.status is RecordStatus.COMPLETED
+                     or (r.status is RecordStatus.PENDING and r.seq not in self._in_flight))
+                for r in self._records.values())
 
     def finish(self) -> None:
         """Mark the run completed if it is running (a rolled-back run keeps its status).

@@ -104,6 +104,7 @@ class RAC:
         self.registry = CompensationRegistry(compensations, alternatives, read_only)
         #: State adapters keep per engine (keyed by the adapter's package name).
         self.extensions: dict[str, Any] = {}
+        self._adapted: dict[tuple[Any, str | None], Tool] = {}
         self.tools: dict[str, Tool] = {}
         self.retry = retry or RetryPolicy()
         self.compensation_retry = compensation_retry or RetryPolicy(max_attempts=5)
@@ -202,10 +203,19 @@ class RAC:
         (``rac_adapt_tool``), or a plain function."""
         if isinstance(obj, Tool):
             return obj
+        try:
+            cached = self._adapted.get((obj, name))
+        except TypeError:  # an unhashable tool object: adapt it every time
+            cached, obj_key = None, None
+        else:
+            obj_key = (obj, name)
+        if cached is not None:
+            return cached
         adapted = self.hook.rac_adapt_tool(tool=obj)
-        if adapted is not None:
-            return cast(Tool, adapted)
-        return as_tool(obj, name=name)
+        tool = cast(Tool, adapted) if adapted is not None else as_tool(obj, name=name)
+        if obj_key is not None and len(self._adapted) < 4096:
+            self._adapted[obj_key] = tool
+        return tool
 
     def register_tools(self, tools: Iterable[Any]) -> None:
         """Make tools callable by the engine (compensators, alternatives) and check the

@@ -50,8 +50,9 @@ _CURRENT_RUN: ContextVar[Run | None] = ContextVar("rac_current_run", default=Non
 _CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_scope", default=None)
 
 
-_BAD = frozenset({RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED})
-_IDLE = frozenset({RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION})
+# Tuples, not sets: hashing an enum member runs Python code, comparing it does not.
+_BAD = (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED)
+_IDLE = (RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION)
 
 
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
@@ -434,10 +435,19 @@ class Run:
 
     def _succeeded(self, rec: Record, args: dict[str, Any], value: Any) -> bool:
         """Record a success; True if the scope was rolled back while the call ran (doomed)."""
+        engine = self.engine
+        result = store_value(value, engine.max_value_chars)
         with self._lock:
             self._in_flight.discard(rec.seq)
-            self._update(rec, status=RecordStatus.COMPLETED, attempts=rec.attempts,
-                         result=store_value(value, self.engine.max_value_chars))
+            if rec.status is not RecordStatus.PENDING:
+                raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} "
+                                   f"({rec.tool}): {rec.status} -> completed")
+            # The common case of _update, spelled out: it is on every call's path.
+            now = engine.clock.now()
+            engine.store.update_record(self.run_id, rec.seq, status=RecordStatus.COMPLETED,
+                                       attempts=rec.attempts, result=result, updated_at=now)
+            rec.status, rec.result, rec.updated_at = RecordStatus.COMPLETED, result, now
+            self._emit_record(rec, RecordStatus.PENDING)
             self._raw[rec.seq] = (args, value)
             if not rec.read_only:
                 self._deps.add_result(rec.seq, value)

@@ -11,7 +11,11 @@ from rac.models import Record, RunInfo, RunStatus
 
 
 class MemoryStore:
-    """A transaction log held in process memory. Appends and updates are O(1); thread-safe."""
+    """A transaction log held in process memory. Appends and updates are O(1); thread-safe.
+
+    Writes keep the JSON values (``args``, ``result``) they are given, which RAC never changes
+    after writing; reads return deep copies, so nothing a reader does reaches the log.
+    """
 
     def __init__(self) -> None:
         self.url = "memory://"
@@ -62,8 +66,6 @@ class MemoryStore:
         if recs is None:
             recs = self._records.setdefault(record.run_id, {})
         mine = record.copy()
-        mine.args = _clone(mine.args)
-        mine.result = _clone(mine.result)
         existing = recs.setdefault(record.seq, mine)
         if existing is not mine:
             raise ConflictError(
@@ -73,7 +75,7 @@ class MemoryStore:
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         rec = self._records[run_id][seq]
         for k, v in fields.items():
-            setattr(rec, k, _clone(v) if k in ("args", "result", "depends_on") else v)
+            setattr(rec, k, v)
 
     def get_records(self, run_id: str) -> list[Record]:
         recs = self._records.get(run_id, {}).copy()

@@ -11,7 +11,7 @@ from benchmarks.approaches.reference import Reference
 from benchmarks.approaches.saga import SagaPlanning
 from benchmarks.fault_classes import CLASSES, FaultClass, applicable
 from benchmarks.scenario import Scenario
-from benchmarks.worlds import airline, jobshop, shop, travel
+from benchmarks.worlds import airline, jobshop, logistics, shop, travel
 
 P_FORGET_SWEEP = (0.0, 0.1, 0.3, 0.5)
 
@@ -20,7 +20,7 @@ P_FORGET_SWEEP = (0.0, 0.1, 0.3, 0.5)
 def scenarios() -> dict[str, Scenario]:
     """Every scenario by ``world/name``."""
     out: dict[str, Scenario] = {}
-    for module in (travel, shop, jobshop, airline):
+    for module in (travel, shop, logistics, jobshop, airline):
         for sc in module.scenarios():
             out[sc.key] = sc
     return out

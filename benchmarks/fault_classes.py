@@ -87,6 +87,20 @@ TARGETS: dict[str, tuple[list[FaultRule] | None, list[FaultRule], list[FaultRule
                    message="schedule_op: machine breakdown")],
         [FaultRule("cancel_op", "4xx", attempts=None,
                    message="cancel_op: schedule is frozen")]),
+    "logistics/wedding": (
+        [FaultRule("reserve_vehicle", "4xx", attempts=None, match={"route": "A1"},
+                   message="reserve_vehicle: road A1 closed after an accident")],
+        [FaultRule("hire_band", "4xx", attempts=None,
+                   message="hire_band: no band is free on that date")],
+        [FaultRule("cancel_venue", "4xx", attempts=None,
+                   message="cancel_venue: past the free cancellation date")]),
+    "logistics/thanksgiving": (
+        [FaultRule("reserve_vehicle", "4xx", attempts=None, match={"who": "mom", "start": 15},
+                   message="reserve_vehicle: flight UA88 delayed, lands 17:00; no pickup at 15")],
+        [FaultRule("reserve_vehicle", "4xx", attempts=None,
+                   message="reserve_vehicle: every road to the airport closed by the storm")],
+        [FaultRule("cancel_shift", "4xx", attempts=None,
+                   message="cancel_shift: the cook has already clocked in")]),
     "airline/three_passengers": (
         [FaultRule("book_reservation", "4xx", attempts=None,
                    message="book_reservation: flight HAT013 oversold",

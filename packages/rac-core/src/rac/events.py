@@ -1,34 +1,46 @@
-"""Structured events: every state change RAC makes is one structlog event on the ``rac`` logger.
+"""Structured events: every state change RAC makes is one structlog event.
 
-RAC does not configure structlog; configure it as your application does (RAC's CLI sends
-events below WARNING nowhere unless asked). Values are redacted before they are emitted, and
+Where they go:
+
+* if your application configures structlog (``structlog.configure(...)``), RAC's events go
+  through your configuration, like any other structlog logger named ``rac``;
+* otherwise they go to the standard-library logger ``"rac"``, so RAC stays silent below
+  ``WARNING`` unless you configure logging (``logging.getLogger("rac").setLevel("INFO")``).
+
+Values are redacted before they are emitted (see :mod:`rac.serialize`), and
 :func:`redact_processor` can be added to your own processor chain for the same guarantee.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import MutableMapping
 from typing import Any
 
 from rac.serialize import to_jsonable
 
-_logger: Any = None
+_STDLIB_NAME = "rac"
 
 
-def logger() -> Any:
-    """RAC's structlog logger (structlog is imported on first use, keeping ``import rac`` fast)."""
-    global _logger
-    if _logger is None:
-        import structlog
+def logger(**context: Any) -> Any:
+    """A bound logger for RAC's events, chosen as described in the module docstring (read the
+    configuration when called: runs take one when they start)."""
+    import structlog
 
-        _logger = structlog.get_logger("rac")
-    return _logger
+    if structlog.is_configured():
+        return structlog.get_logger(_STDLIB_NAME).bind(**context)
+    std = logging.getLogger(_STDLIB_NAME)
+    return structlog.wrap_logger(
+        std, wrapper_class=structlog.make_filtering_bound_logger(std.getEffectiveLevel()),
+        processors=[structlog.processors.KeyValueRenderer(key_order=["event", "run_id"])],
+    ).bind(**context)
 
 
 def emit(event: str, *, level: str = "info", **fields: Any) -> None:
-    """Emit one structlog event. Callers pass values already redacted by
-    :func:`rac.serialize.store_value`; error texts are redacted when they are recorded."""
-    getattr(_logger or logger(), level)(event, **fields)
+    """Emit one event outside a run's own logger (rollbacks, proposals, warnings). Callers pass
+    values already redacted by :func:`rac.serialize.store_value`; error texts are redacted when
+    they are recorded."""
+    getattr(logger(), level)(event, **fields)
 
 
 def redact_processor(logger: Any, method: str, event_dict: MutableMapping[str, Any]

@@ -24,7 +24,6 @@ from rac.classify import Classification, ErrorKind
 from rac.dependencies import DependencyIndex, result_ids
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
-from rac.events import emit
 from rac.events import logger as event_logger
 from rac.models import (
     LEGAL_TRANSITIONS,
@@ -161,7 +160,7 @@ class Run:
         self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, RunStatus.RUNNING,
                                              now, now, owner=self.engine.owner))
         self._started = True
-        emit("rac.run", run_id=self.run_id, status=str(RunStatus.RUNNING), agent_id=self.agent_id)
+        self._event("rac.run", status=str(RunStatus.RUNNING), agent_id=self.agent_id)
         self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=RunStatus.RUNNING,
                                                 previous=None)
 
@@ -250,8 +249,8 @@ class Run:
         self.status = status
         self.engine.store.update_run(self.run_id, status=status,
                                      updated_at=self.engine.clock.now())
-        emit("rac.run", level="warning" if status is RunStatus.NEEDS_ATTENTION else "info",
-             run_id=self.run_id, status=str(status), previous=str(previous))
+        self._event("rac.run", level="warning" if status is RunStatus.NEEDS_ATTENTION else "info",
+                    status=str(status), previous=str(previous))
         self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
                                                 previous=previous)
 
@@ -275,10 +274,16 @@ class Run:
         if new is not None and new is not previous:
             self._emit_record(rec, previous)
 
+    def _event(self, event: str, *, level: str = "info", **fields: Any) -> None:
+        """Emit one event on this run's logger (``run_id`` is bound)."""
+        if self._events is None:
+            self._events = event_logger(run_id=self.run_id)
+        getattr(self._events, level)(event, **fields)
+
     def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
         status = rec.status
         if self._events is None:
-            self._events = event_logger().bind(run_id=self.run_id)
+            self._events = event_logger(run_id=self.run_id)
         log = self._events.warning if status in _BAD else self._events.info
         log("rac.record", seq=rec.seq, tool=rec.tool, kind=str.__str__(rec.kind),
             status=str.__str__(status),
@@ -318,8 +323,8 @@ class Run:
                         rec.error = (f"refused: {tool} has side effects and no compensation is "
                                      "declared (no_compensation='refuse')")
                     else:
-                        emit("rac.no_compensation", level="warning", run_id=self.run_id, seq=seq,
-                             tool=tool, status="completed_uncompensable")
+                        self._event("rac.no_compensation", level="warning", seq=seq, tool=tool,
+                                    status="completed_uncompensable")
             self._append(rec)
             self._raw[seq] = (args, None)
             if not refused:
@@ -371,8 +376,8 @@ class Run:
                 cls = Classification(ErrorKind.PERMANENT)
             if cls.transient and attempt < policy.max_attempts:
                 delay = policy.delay(attempt, retry_after=cls.retry_after, rng=self._rng)
-                emit("rac.retry", run_id=self.run_id, seq=rec.seq, tool=tool,
-                     status="retrying", attempt=attempt, delay=delay, error=_error_text(err))
+                self._event("rac.retry", seq=rec.seq, tool=tool, status="retrying",
+                            attempt=attempt, delay=delay, error=_error_text(err))
                 yield Sleep(delay, shielded)
                 continue
             return False, raw if ok else None, value, err, cls
@@ -496,8 +501,8 @@ class Run:
             report.error, report.error_kind = _error_text(failure.error), str(failure.kind)
             report.attempts = failure.attempts
         report.in_flight = [UndoneAction(seq=r.seq, tool=r.tool, ref=_ref(r)) for r in running]
-        emit("rac.rollback", run_id=self.run_id, scope=scope, status="started",
-             seqs=[r.seq for r in order], reason=reason)
+        self._event("rac.rollback", scope=scope, status="started", seqs=[r.seq for r in order],
+                    reason=reason)
         engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
                                          seqs=[r.seq for r in order], reason=reason)
         dependents = dependents_of(order)
@@ -535,9 +540,9 @@ class Run:
             self._set_status(RunStatus.RUNNING if scope != "0" and report.status is
                              RunStatus.COMPENSATED else report.status)
         self.last_report = report
-        emit("rac.rollback", level="info" if report.clean else "warning", run_id=self.run_id,
-             scope=scope, status=str(report.status), compensated=len(report.compensated),
-             left_live=len(report.left_live))
+        self._event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
+                    status=str(report.status), compensated=len(report.compensated),
+                    left_live=len(report.left_live))
         engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
         return report
 
@@ -586,8 +591,8 @@ class Run:
                                            args=cargs):
             with self._lock:
                 self._update(rec, note=f"compensation via {comp.tool} held for approval")
-            emit("rac.compensation_held", level="warning", run_id=self.run_id, seq=rec.seq,
-                 tool=rec.tool, status="held")
+            self._event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
+                        status="held")
             return "held", comp.tool, "held for approval"
         now = engine.clock.now()
         with self._lock:

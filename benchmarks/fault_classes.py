@@ -1,7 +1,7 @@
 """Fault classes: for each scenario, the rules of each class and the end a correct run reaches.
 
 Classes: clean; transient (timeouts, 5xx and 429 before and after the effect, gone by the third
-attempt); ambiguous (the effect happened, then a timeout); misleading (transient failures
+attempt; responses whose id field is missing or blank; slow responses on the virtual clock); ambiguous (the effect happened, then a timeout); misleading (transient failures
 worded as permanent); permanent_alt (a permanent failure with another way to the goal, e.g. an
 alternative tool or machine); unsolvable (a required step fails for good: abort with nothing
 left behind); comp_transient (unsolvable, and compensators time out once); comp_permanent
@@ -37,6 +37,15 @@ def _transient(scenario: Scenario, world: World) -> list[FaultRule]:
                   FaultRule(tool, "timeout", attempts=2, probability=0.15),
                   FaultRule(tool, "5xx", attempts=2, probability=0.15),
                   FaultRule(tool, "429", attempts=1, probability=0.1)]
+        idfield = world.effect_field.get(tool)
+        if idfield:
+            # a 200 whose body lost the id, or carries a blank one (truncated, garbled)
+            rules += [FaultRule(tool, "missing_field", "after_effect", attempts=1,
+                                probability=0.08, field=idfield),
+                      FaultRule(tool, "wrong_field", "after_effect", attempts=1,
+                                probability=0.08, field=idfield)]
+        # slow responses on the virtual clock (the call still succeeds)
+        rules.append(FaultRule(tool, "latency", attempts=None, probability=0.25, delay=15.0))
     return rules
 
 

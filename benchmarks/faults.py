@@ -27,14 +27,34 @@ TRANSIENT_TEXT = {
 }
 
 
+#: kinds that return normally with a result whose ``field`` is missing or wrong
+BAD_RESULT = ("missing_field", "wrong_field")
+
+
+def garble(result: Any, rule: FaultRule) -> Any:
+    """A copy of ``result`` with ``rule.field`` dropped (missing_field) or blanked (wrong_field);
+    the world's stored reply is never touched."""
+    if not isinstance(result, dict) or rule.field not in result:
+        return result
+    out = dict(result)
+    if rule.kind == "missing_field":
+        del out[rule.field]
+    else:
+        out[rule.field] = ""
+    return out
+
+
 @dataclass(frozen=True)
 class FaultRule:
     """One way a tool misbehaves.
 
-    ``kind`` is timeout, 5xx, 429, 4xx or latency; ``phase`` before_effect or after_effect (the
-    effect happened, then an error came back); ``attempts`` limits a transient rule to the first
-    n attempts of a logical call (None: every attempt, i.e. permanent); ``match`` selects calls
-    by argument values; ``message`` overrides the error text (to mislead).
+    ``kind`` is timeout, 5xx, 429, 4xx, latency (the call takes ``delay`` virtual seconds
+    longer), missing_field or wrong_field (the effect happened and the call returned normally,
+    but ``field`` of the result is missing or blank, as a truncated or garbled response body);
+    ``phase`` before_effect or after_effect (the effect happened, then an error came back);
+    ``attempts`` limits a transient rule to the first n attempts of a logical call (None: every
+    attempt, i.e. permanent); ``match`` selects calls by argument values; ``message`` overrides
+    the error text (to mislead).
     """
 
     tool: str
@@ -45,6 +65,7 @@ class FaultRule:
     match: dict[str, Any] = field(default_factory=dict)
     message: str | None = None
     delay: float = 0.0
+    field: str = ""
 
     @property
     def permanent(self) -> bool:
@@ -104,10 +125,13 @@ class FaultLayer:
                 return rule
         return None
 
-    def _raise(self, rule: FaultRule, tool: str, after: bool) -> None:
+    def _noted(self) -> None:
         self.stats.injected += 1
         if self.stats.first_fault_at is None:
             self.stats.first_fault_at = self.clock.now()
+
+    def _raise(self, rule: FaultRule, tool: str, after: bool) -> None:
+        self._noted()
         if rule.kind == "4xx":
             raise InjectedPermanent(rule.message or f"{tool}: request rejected (400)",
                                     kind=rule.kind, after_effect=after)
@@ -133,6 +157,9 @@ class FaultLayer:
             if rule is not None and rule.phase == "before_effect":
                 self._raise(rule, tool, after=False)
             result = fn(**args)
+            if rule is not None and rule.kind in BAD_RESULT:
+                self._noted()
+                return garble(result, rule)
             if rule is not None:
                 self._raise(rule, tool, after=True)
             return result

@@ -180,7 +180,10 @@ class ReActPolicy:
         spec = self.world.compensations.get(mem.tool)
         if spec is None:  # irreversible: nothing to do
             return self._next_undo(None)
-        args = spec.build(mem.args, mem.result)
+        try:
+            args = spec.build(mem.args, mem.result)
+        except (KeyError, TypeError):  # the result it remembers lacks the id: cannot undo it
+            return self._next_undo(None)
         if self.rng.random() < self.p_misread:
             args = {k: self._misread(v) for k, v in args.items()}
         self._pending = Call(spec.tool, args, mem.slot, "undo", undo=True)

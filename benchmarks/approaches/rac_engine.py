@@ -46,11 +46,31 @@ def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
             for fwd, spec in world.compensations.items()}
 
 
+class ResultSchema:
+    """The application's response check, through RAC's ``rac_detect_result_error`` hook: a
+    forward tool's result must carry a non-empty id of the effect it made. A response without
+    one (truncated or garbled) is a transient failure; the retry carries the same idempotency
+    key, so the API returns the original reply instead of acting twice."""
+
+    def __init__(self, id_fields: dict[str, str]) -> None:
+        self.id_fields = dict(id_fields)
+
+    @rac.hookimpl
+    def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
+        field = self.id_fields.get(tool)
+        if field is None:
+            return None
+        value = result.get(field) if isinstance(result, dict) else None
+        if isinstance(value, str) and value:
+            return None
+        return rac.ResultError(f"{tool}: response has no valid {field}", result, transient=True)
+
+
 def make_engine(world: World, store: str, clock: Any) -> rac.RAC:
     """An engine configured for ``world``."""
     return rac.RAC(compensations=compensations(world), alternatives=world.alternatives,
                    read_only=world.read_only, retry=RETRY, store=store, clock=clock,
-                   load_entrypoints=False)
+                   plugins=[ResultSchema(world.effect_field)], load_entrypoints=False)
 
 
 def log_view(world: World, records: list[rac.Record]) -> LogView:

@@ -60,13 +60,20 @@ class SagaPlanning:
             executed: list[_Step] = []
             failed = False
             for slot in setup.scenario.slots:
-                options = [o for o in slot.options(done) if (slot.name, o.label) not in excluded]
-                if not options:
+                try:
+                    options = [o for o in slot.options(done)
+                               if (slot.name, o.label) not in excluded]
+                    option: Option | None = options[0] if options else None
+                    args = option.args(done) if option is not None else {}
+                except (KeyError, TypeError, ValueError, StopIteration, IndexError):
+                    # an earlier result cannot be read (a field missing or blank)
+                    reason = f"cannot read the earlier results needed for {slot.name}"
+                    failed = True
+                    break
+                if option is None:
                     reason = f"no way left to do {slot.name}"
                     failed = True
                     break
-                option: Option = options[0]
-                args = option.args(done)
                 ok, value, err = self._call(setup, option.tool, args)
                 steps += 1
                 setup.clock.advance(POLICY_STEP_S)
@@ -91,7 +98,12 @@ class SagaPlanning:
                     continue
                 steps += 1
                 setup.clock.advance(POLICY_STEP_S)
-                ok, _, err = self._call(setup, spec.tool, spec.build(step.args, step.result))
+                try:
+                    undo_args = spec.build(step.args, step.result)
+                except (KeyError, TypeError):
+                    left.append(f"{step.tool} (cannot build {spec.tool}: id missing)")
+                    continue
+                ok, _, err = self._call(setup, spec.tool, undo_args)
                 eid = setup.world.effect_id(step.tool, step.result)
                 if ok and eid:
                     log.live.discard(eid)

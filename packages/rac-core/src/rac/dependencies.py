@@ -84,21 +84,49 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
 
 
 class DependencyIndex:
-    """Maps id-like values produced by completed calls to the seq that produced them."""
+    """Maps id-like values produced by completed calls to the seq that produced them.
+
+    Indexing is lazy about what counts as an id: a flat result's strings and large integers are
+    remembered as candidates (a dict insert each), and :func:`is_id_like` runs only when a later
+    call's argument matches one, which is rare, instead of on every value of every result.
+    """
 
     def __init__(self) -> None:
-        self._producers: dict[Any, int] = {}
+        # value -> (seq, key): key is the result field it came from, or None once verified.
+        self._producers: dict[Any, tuple[int, str | None]] = {}
 
     def add_result(self, seq: int, result: Any) -> None:
         """Remember the ids a completed call returned (the first producer of a value wins)."""
+        producers = self._producers
+        if type(result) is dict:
+            for k, v in result.items():
+                t = type(v)
+                if (t is str and len(v) >= 4) or (t is int and v >= 1000):
+                    if v not in producers:
+                        producers[v] = (seq, k)
+                elif t is dict or t is list or t is tuple:
+                    break
+            else:
+                return
         for value in result_ids(result):
-            self._producers.setdefault(value, seq)
+            producers.setdefault(value, (seq, None))
 
     def forget(self, seqs: Iterable[int]) -> None:
         """Drop the ids produced by these records (they were compensated)."""
         gone = set(seqs)
         if gone:
-            self._producers = {v: s for v, s in self._producers.items() if s not in gone}
+            self._producers = {v: p for v, p in self._producers.items() if p[0] not in gone}
+
+    def _producer(self, value: Any) -> int | None:
+        found = self._producers.get(value)
+        if found is None:
+            return None
+        seq, key = found
+        if key is None:
+            return seq
+        if type(value) is str:
+            return seq if is_id_like(value) else None
+        return seq if _ID_KEY.search(str(key)) else None
 
     def dependencies(self, args: Mapping[str, Any]) -> list[int]:
         """Seqs of the calls whose ids appear in ``args``."""
@@ -109,10 +137,16 @@ class DependencyIndex:
         for v in args.values():  # fast path: flat arguments
             t = type(v)
             if t is str or t is int:
-                seq = producers.get(v)
-                if seq is not None:
-                    found.add(seq)
+                if v in producers:
+                    seq = self._producer(v)
+                    if seq is not None:
+                        found.add(seq)
             elif t is not float and t is not bool and v is not None:
-                found = {producers[x] for x in argument_values(args) if x in producers}
+                found = set()
+                for x in argument_values(args):
+                    if x in producers:
+                        seq = self._producer(x)
+                        if seq is not None:
+                            found.add(seq)
                 break
         return sorted(found)

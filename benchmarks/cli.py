@@ -11,7 +11,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from benchmarks import catalog, overhead, report, runner, targets
+from benchmarks import catalog, crash_recovery, overhead, report, runner, targets
 from benchmarks.aggregate import aggregate
 
 QUICK_SEEDS = 6
@@ -35,7 +35,8 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
     seeds = seeds or (QUICK_SEEDS if quick else FULL_SEEDS)
     started = time.time()
     todo = runner.tasks(seeds, approaches)
-    n_extra = (len(overhead.SIZES) * 3) + (2 if quick else 4) * 3
+    n_extra = (len(overhead.SIZES) * 3) + (2 if quick else 4) * 3 \
+        + len(crash_recovery.tasks(quick))
     bar = tqdm(total=len(todo) + n_extra, desc="benchmark", unit="cell",
                disable=not show_progress)
     rows: list[dict[str, Any]] = []
@@ -43,6 +44,8 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
         rows.extend(chunk)
         bar.update(1)
     runner.quiet()
+    bar.set_description("crash points (I8)")
+    crash = crash_recovery.run(quick, workers=workers or 2, progress=lambda: bar.update(1))
     bar.set_description("overhead")
     over = overhead.per_call_overhead(quick, progress=lambda: bar.update(1))
     bar.set_description("rollback")
@@ -57,10 +60,11 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
                  "cells": len(catalog.cells()), "runs": len(rows),
                  "versions": _versions(), "seconds": round(time.time() - started, 1)},
         **figures,
+        "crash_recovery": crash,
         "overhead_us": over,
         "rollback_s": roll,
     }
-    data["targets"] = targets.evaluate(figures, over)
+    data["targets"] = targets.evaluate(figures, over, crash)
     report.write_json(data, out or report.RESULTS)
     if docs:
         report.write_docs(data)

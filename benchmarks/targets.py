@@ -7,9 +7,15 @@ from typing import Any
 RAC_NAMES = ("rac-memory", "rac-sqlite")
 
 
-def evaluate(figures: dict[str, Any], overhead: dict[str, Any]) -> dict[str, Any]:
+def evaluate(figures: dict[str, Any], overhead: dict[str, Any],
+             crash: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{target: {"pass": bool, "detail": str}}``."""
     out: dict[str, Any] = {}
+    if crash is not None:
+        out["rac-sqlite: I8, after a crash at every enumerated point and recovery, I1-I7 hold"] = {
+            "pass": crash["crash_points"] > 0 and crash["violating"] == 0,
+            "detail": f"{crash['crash_points']} crashes over {len(crash['cases'])} cases; "
+                      f"violating: {crash['violating']}"}
     for name in RAC_NAMES:
         by_class = figures["by_class"].get(name)
         if not by_class:

@@ -64,6 +64,25 @@ def test_rac_completes_goals_and_aborts_cleanly(quick: dict[str, Any]) -> None:
         assert s["correct_abort_rate"] == 1.0
 
 
+def test_every_world_is_measured(quick: dict[str, Any]) -> None:
+    assert set(quick["meta"]["worlds"]) == {"travel", "shop", "logistics", "jobshop", "airline"}
+    for name in RAC:
+        logistics = quick["by_world"][name]["logistics"]
+        assert logistics["runs"] > 0
+        assert logistics["runs_violating_any"] == 0, quick["examples"][name]
+
+
+def test_i8_crash_at_every_point_then_recovery_keeps_i1_to_i7(quick: dict[str, Any]) -> None:
+    crash = quick["crash_recovery"]
+    assert crash["crash_points"] >= 50
+    assert crash["violating"] == 0, crash["examples"]
+    assert all(v == 0 for v in crash["violations"].values())
+    # the points cover the forward path and the rollback, effects included
+    for kind in ("after_intent", "after_effect", "after_outcome", "after_status",
+                 "before_intent", "after_compensated", "after_end"):
+        assert crash["point_kinds"].get(kind, 0) > 0, kind
+
+
 def test_baselines_do_leave_side_effects(quick: dict[str, Any]) -> None:
     # The benchmark must be able to see failure: the bare baselines leave effects behind.
     assert quick["approaches"]["no-recovery"]["residual_runs"] > 0

@@ -24,6 +24,7 @@ from benchmarks.approaches.base import (
 )
 from benchmarks.policies import Abort, Call, Finish, Observation, ReActPolicy
 from benchmarks.worlds.base import World
+from rac.stores import open_store
 
 #: one call plus two retries, as the prompted baseline and the saga get
 RETRY = rac.RetryPolicy(max_attempts=3, initial_delay=0.5, multiplier=2.0, max_delay=8.0,
@@ -89,6 +90,25 @@ def log_view(world: World, records: list[rac.Record]) -> LogView:
     return view
 
 
+class SwitchClock:
+    """The clock of a reused engine: forwards to the virtual clock of the run in progress."""
+
+    def __init__(self) -> None:
+        self.target: Any = None
+
+    def now(self) -> float:
+        """Now on the current run's clock."""
+        return float(self.target.now())
+
+    def sleep(self, seconds: float) -> None:
+        """Wait on the current run's clock."""
+        self.target.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        """Async form of :meth:`sleep`."""
+        self.target.sleep(seconds)
+
+
 @dataclass
 class RACApproach:
     """RAC with a memory or SQLite store under the ReAct policy (or a forgetful one)."""
@@ -97,6 +117,9 @@ class RACApproach:
     p_forget: float = 0.0
     name: str = ""
     _tmp: Path | None = field(default=None, repr=False)
+    #: one engine per world class, reused by every run of this process (building an engine
+    #: registers its plugins, which costs more than a whole run); each run gets its own store
+    _engines: dict[type, tuple[rac.RAC, SwitchClock]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -121,34 +144,46 @@ class RACApproach:
         world = setup.world
         # a run id fixed by the episode makes RAC's backoff jitter reproducible
         run_id = f"{setup.scenario.key}:{setup.fault_class.name}:{setup.seed}"
-        engine = make_engine(world, self._store_url(run_id), setup.clock)
+        if type(world) not in self._engines:
+            clock = SwitchClock()
+            self._engines[type(world)] = (make_engine(world, "memory://", clock), clock)
+        engine, clock = self._engines[type(world)]
+        clock.target = setup.clock
+        engine.store = open_store(self._store_url(run_id))
         tools = [rac.Tool.from_function(fn, name=name) for name, fn in setup.tools.items()]
-        policy = ReActPolicy(setup.scenario, world, setup.seed, p_forget=self.p_forget)
-        report_text = ""
-        with engine.run(run_id=run_id, tools=tools) as run:
-            def invoke(name: str, args: dict[str, Any]) -> Any:
-                return setup.tools[name](**args)
+        try:
+            return drive_under_rac(engine, setup, run_id, tools, p_forget=self.p_forget)
+        finally:
+            engine.store.close()
+            self._drop_store(run_id)
 
-            def execute(call: Call) -> Observation:
-                with run.scope():
-                    out = run.execute(call.tool, call.args, invoke)
-                if out.ok:
-                    return Observation(True, value=out.result)
-                return Observation(False, error=str(out.error or out.message), undone=True,
-                                   report=out.message or "")
 
-            end = drive(policy, setup, execute)
-            if isinstance(end, Abort):
-                report = run.rollback(reason=end.reason, scope="0")
-                report_text = engine.render(report)
-        records = engine.store.get_records(run.run_id)
-        status = {rac.RunStatus.COMPLETED: GOAL, rac.RunStatus.COMPENSATED: ABORT,
-                  rac.RunStatus.NEEDS_ATTENTION: ATTENTION}.get(run.status, str(run.status))
-        if isinstance(end, Finish) and run.status is rac.RunStatus.COMPLETED:
-            status = GOAL
-        close = getattr(engine.store, "close", None)
-        if close is not None:
-            close()
-        self._drop_store(run_id)
-        return RunResult(status, policy.steps, report=report_text,
-                         log=log_view(world, records))
+def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.Tool], *,
+                    p_forget: float = 0.0) -> RunResult:
+    """The ReAct policy with every call under ``engine``, one nested scope per step; the whole
+    run is rolled back when the policy gives up."""
+    world = setup.world
+    policy = ReActPolicy(setup.scenario, world, setup.seed, p_forget=p_forget)
+    report_text = ""
+    with engine.run(run_id=run_id, tools=tools) as run:
+        def invoke(name: str, args: dict[str, Any]) -> Any:
+            return setup.tools[name](**args)
+
+        def execute(call: Call) -> Observation:
+            with run.scope():
+                out = run.execute(call.tool, call.args, invoke)
+            if out.ok:
+                return Observation(True, value=out.result)
+            return Observation(False, error=str(out.error or out.message), undone=True,
+                               report=out.message or "")
+
+        end = drive(policy, setup, execute)
+        if isinstance(end, Abort):
+            report = run.rollback(reason=end.reason, scope="0")
+            report_text = engine.render(report)
+    records = engine.store.get_records(run.run_id)
+    status = {rac.RunStatus.COMPLETED: GOAL, rac.RunStatus.COMPENSATED: ABORT,
+              rac.RunStatus.NEEDS_ATTENTION: ATTENTION}.get(run.status, str(run.status))
+    if isinstance(end, Finish) and run.status is rac.RunStatus.COMPLETED:
+        status = GOAL
+    return RunResult(status, policy.steps, report=report_text, log=log_view(world, records))

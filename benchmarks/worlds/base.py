@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from benchmarks.clock import TOOL_LATENCY_S, VirtualClock
+from benchmarks.errors import WorldRejected
 from benchmarks.ledger import Ledger
 
 
@@ -49,6 +50,8 @@ class World:
         self.idempotency_key: Callable[[], str | None] = lambda: None
         self._replies: dict[tuple[str, str], Any] = {}
         self._counter = 0
+        self.charged = 0
+        self.refunded = 0
 
     # -- tool table ---------------------------------------------------------------------------
     def tool_names(self) -> list[str]:
@@ -96,6 +99,42 @@ class World:
             return None
         value = result.get(fieldname)
         return str(value) if value is not None else None
+
+    # -- money, for worlds that take a payment for what they booked ---------------------------
+    def pay(self, tool: str, prefix: str, idfield: str, payer: str, amount: int,
+            items: list[str]) -> dict[str, Any]:
+        """Take ``amount`` for the listed effects (the payment depends on them)."""
+        def do() -> dict[str, Any]:
+            eid = self.new_id(prefix)
+            self.charged += amount
+            self.ledger.create(eid, tool, f"{payer}:{amount}", amount=amount,
+                               depends_on=[i for i in items if i in self.ledger.effects])
+            return {idfield: eid, "amount": amount}
+        return self.once(tool, do)
+
+    def pay_back(self, tool: str, paid_by: str, eid: str, what: str) -> dict[str, Any]:
+        """Refund the payment ``eid``. Not idempotent, like many payment APIs: without an
+        idempotency key a second call pays out again."""
+        def do() -> dict[str, Any]:
+            eff = self.ledger.effects.get(eid)
+            if eff is None or eff.tool != paid_by:
+                raise WorldRejected(f"no {what} {eid}")
+            self.ledger.undo(eid)
+            self.refunded += eff.data["amount"]
+            return {"refunded": eid, "amount": eff.data["amount"]}
+        return self.once(tool, do)
+
+    def money_errors(self, paid_by: str, priced: frozenset[str]) -> list[str]:
+        """I5 for money: payments minus refunds equal the price of what is kept (nothing when
+        no payment is live)."""
+        live = self.ledger.live_effects()
+        kept = sum(e.data["price"] for e in live if e.tool in priced)
+        net = self.charged - self.refunded
+        if any(e.tool == paid_by for e in live):
+            return [] if net == kept else [
+                f"charged {self.charged} - refunded {self.refunded} != kept {kept}"]
+        return [] if net == 0 else [
+            f"charged {self.charged} - refunded {self.refunded} with no live payment"]
 
     # -- judged by invariants -----------------------------------------------------------------
     def conservation_errors(self) -> list[str]:

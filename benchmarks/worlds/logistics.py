@@ -61,8 +61,6 @@ class LogisticsWorld(World):
         self.meals_left = {c: m for c, (m, _) in CATERERS.items()}
         self.venue_free = dict.fromkeys(VENUES, True)
         self.band_free = dict.fromkeys(BANDS, True)
-        self.paid = 0
-        self.refunded = 0
         # another event already holds the loft and VAN2 around noon (not ours to touch)
         self.venue_free["LOFT"] = False
         self.ledger.create("VN-OTHER", "book_venue", "other:LOFT", pre_existing=True,
@@ -220,24 +218,11 @@ class LogisticsWorld(World):
     # -- money ---------------------------------------------------------------------------------
     def pay_deposit(self, event: str, amount: int, items: list[str]) -> dict[str, Any]:
         """Pay the deposit for the listed bookings."""
-        def do() -> dict[str, Any]:
-            eid = self.new_id("DP")
-            self.paid += amount
-            self.ledger.create(eid, "pay_deposit", f"{event}:{amount}", amount=amount,
-                               depends_on=[i for i in items if i in self.ledger.effects])
-            return {"deposit_id": eid, "amount": amount}
-        return self.once("pay_deposit", do)
+        return self.pay("pay_deposit", "DP", "deposit_id", event, amount, items)
 
     def refund_deposit(self, deposit_id: str) -> dict[str, Any]:
         """Refund a deposit (not idempotent: a second call pays out again)."""
-        def do() -> dict[str, Any]:
-            eff = self.ledger.effects.get(deposit_id)
-            if eff is None or eff.tool != "pay_deposit":
-                raise WorldRejected(f"no deposit {deposit_id}")
-            self.ledger.undo(deposit_id)
-            self.refunded += eff.data["amount"]
-            return {"refunded": deposit_id, "amount": eff.data["amount"]}
-        return self.once("refund_deposit", do)
+        return self.pay_back("refund_deposit", "pay_deposit", deposit_id, "deposit")
 
     # -- invariants ----------------------------------------------------------------------------
     def conservation_errors(self) -> list[str]:
@@ -268,13 +253,7 @@ class LogisticsWorld(World):
             n = sum(1 for e in shifts if e.data["start"] <= hour < e.data["end"])
             if n > KITCHEN_CAP:
                 errors.append(f"kitchen holds {n} cooks at {hour}:00")
-        deposits = [e for e in live if e.tool == "pay_deposit"]
-        kept = sum(e.data["price"] for e in live if not e.pre_existing and e.tool in self.priced)
-        if deposits and self.paid - self.refunded != kept:
-            errors.append(f"paid {self.paid} - refunded {self.refunded} != kept {kept}")
-        if not deposits and self.paid - self.refunded != 0:
-            errors.append(f"paid {self.paid} - refunded {self.refunded} with no live deposit")
-        return errors
+        return errors + self.money_errors("pay_deposit", self.priced)
 
 
 def _live(world: World, tool: str) -> list[Any]:

@@ -12,6 +12,8 @@ from benchmarks.worlds.base import CompSpec, World
 FLIGHTS = {"AF10": (3, 320), "AF12": (3, 360), "AF14": (5, 410), "BA20": (5, 390)}
 HOTELS = {"RITZ": (2, 180), "IBIS": (4, 90)}
 CARS = {"CLIO": (2, 40), "GOLF": (2, 55)}
+#: what a charge pays for
+PRICED = frozenset({"book_flight", "book_hotel", "book_hotel_partner", "rent_car"})
 
 
 class TravelWorld(World):
@@ -40,8 +42,6 @@ class TravelWorld(World):
         self.seats = dict(self.capacity)
         self.rooms = {h: r for h, (r, _) in HOTELS.items()}
         self.cars = {c: n for c, (n, _) in CARS.items()}
-        self.charged = 0
-        self.refunded = 0
         # a booking made before the run (the one a rebooking replaces)
         self.seats["AF10"] -= 1
         self.ledger.create("FL-OLD", "book_flight", "old", pre_existing=True,
@@ -154,24 +154,11 @@ class TravelWorld(World):
     # -- money ---------------------------------------------------------------------------------
     def charge_card(self, customer: str, amount: int, items: list[str]) -> dict[str, Any]:
         """Charge the customer's card for the listed bookings."""
-        def do() -> dict[str, Any]:
-            eid = self.new_id("CH")
-            self.charged += amount
-            self.ledger.create(eid, "charge_card", f"{customer}:{amount}", amount=amount,
-                               depends_on=[i for i in items if i in self.ledger.effects])
-            return {"charge_id": eid, "amount": amount}
-        return self.once("charge_card", do)
+        return self.pay("charge_card", "CH", "charge_id", customer, amount, items)
 
     def refund_card(self, charge_id: str) -> dict[str, Any]:
         """Refund a charge. Not idempotent, like many payment APIs: a second call pays again."""
-        def do() -> dict[str, Any]:
-            eff = self.ledger.effects.get(charge_id)
-            if eff is None or eff.tool != "charge_card":
-                raise WorldRejected(f"no charge {charge_id}")
-            self.ledger.undo(charge_id)
-            self.refunded += eff.data["amount"]
-            return {"refunded": charge_id, "amount": eff.data["amount"]}
-        return self.once("refund_card", do)
+        return self.pay_back("refund_card", "charge_card", charge_id, "charge")
 
     def send_voucher(self, customer: str, text: str) -> dict[str, Any]:
         """E-mail the travel voucher. Cannot be taken back."""
@@ -194,14 +181,7 @@ class TravelWorld(World):
             held = sum(1 for e in live if e.tool.startswith("book_hotel") and e.data["hotel"] == h)
             if self.rooms[h] + held != cap:
                 errors.append(f"hotel {h}: {self.rooms[h]} free + {held} held != {cap}")
-        charges = [e for e in live if e.tool == "charge_card"]
-        kept = sum(e.data["price"] for e in live if not e.pre_existing
-                   and e.tool in ("book_flight", "book_hotel", "book_hotel_partner", "rent_car"))
-        if charges and self.charged - self.refunded != kept:
-            errors.append(f"charged {self.charged} - refunded {self.refunded} != kept {kept}")
-        if not charges and self.charged - self.refunded != 0:
-            errors.append(f"charged {self.charged} - refunded {self.refunded} with no live charge")
-        return errors
+        return errors + self.money_errors("charge_card", PRICED)
 
 
 def _live(world: World, tool: str) -> list[Any]:

@@ -100,6 +100,17 @@ class World:
         value = result.get(fieldname)
         return str(value) if value is not None else None
 
+    def take_back(self, tool: str, eid: str, what: str) -> Any:
+        """Undo the live effect ``eid`` made by ``tool`` in the ledger and return it; an
+        unknown or already undone effect is refused (a 4xx)."""
+        eff = self.ledger.effects.get(eid)
+        if eff is None or eff.tool != tool:
+            raise WorldRejected(f"no {what} {eid}")
+        if not eff.live:
+            raise WorldRejected(f"{what} {eid} is already cancelled")
+        self.ledger.undo(eid)
+        return eff
+
     # -- money, for worlds that take a payment for what they booked ---------------------------
     def pay(self, tool: str, prefix: str, idfield: str, payer: str, amount: int,
             items: list[str]) -> dict[str, Any]:

@@ -72,15 +72,6 @@ class LogisticsWorld(World):
     def _live(self, tool: str) -> list[Any]:
         return [e for e in self.ledger.live_effects(include_pre_existing=True) if e.tool == tool]
 
-    def _undo(self, tool: str, eid: str, what: str) -> Any:
-        eff = self.ledger.effects.get(eid)
-        if eff is None or eff.tool != tool:
-            raise WorldRejected(f"no {what} {eid}")
-        if not eff.live:
-            raise WorldRejected(f"{what} {eid} is already cancelled")
-        self.ledger.undo(eid)
-        return eff
-
     # -- read-only -----------------------------------------------------------------------------
     def vehicle_calendar(self, vehicle: str) -> list[dict[str, int]]:
         """Busy slots of a vehicle."""
@@ -108,7 +99,7 @@ class LogisticsWorld(World):
     def cancel_venue(self, venue_booking: str) -> dict[str, Any]:
         """Cancel a venue booking."""
         def do() -> dict[str, Any]:
-            eff = self._undo("book_venue", venue_booking, "venue booking")
+            eff = self.take_back("book_venue", venue_booking, "venue booking")
             self.venue_free[eff.data["venue"]] = True
             return {"cancelled": venue_booking}
         return self.once("cancel_venue", do)
@@ -132,7 +123,7 @@ class LogisticsWorld(World):
     def cancel_catering(self, catering_id: str) -> dict[str, Any]:
         """Cancel a catering order and free its meals."""
         def do() -> dict[str, Any]:
-            eff = self._undo("book_caterer", catering_id, "catering order")
+            eff = self.take_back("book_caterer", catering_id, "catering order")
             self.meals_left[eff.data["caterer"]] += eff.data["meals"]
             return {"cancelled": catering_id}
         return self.once("cancel_catering", do)
@@ -154,7 +145,7 @@ class LogisticsWorld(World):
     def release_band(self, band_id: str) -> dict[str, Any]:
         """Release a hired band."""
         def do() -> dict[str, Any]:
-            eff = self._undo("hire_band", band_id, "band booking")
+            eff = self.take_back("hire_band", band_id, "band booking")
             self.band_free[eff.data["band"]] = True
             return {"released": band_id}
         return self.once("release_band", do)
@@ -186,7 +177,7 @@ class LogisticsWorld(World):
     def cancel_trip(self, trip_id: str) -> dict[str, Any]:
         """Cancel a vehicle trip and free its slot."""
         return self.once("cancel_trip", lambda: {
-            "cancelled": self._undo("reserve_vehicle", trip_id, "trip").eid})
+            "cancelled": self.take_back("reserve_vehicle", trip_id, "trip").eid})
 
     # -- the kitchen ---------------------------------------------------------------------------
     def assign_cook(self, cook: str, dish: str, start: int) -> dict[str, Any]:
@@ -213,7 +204,7 @@ class LogisticsWorld(World):
     def cancel_shift(self, shift_id: str) -> dict[str, Any]:
         """Take a cook off a dish."""
         return self.once("cancel_shift", lambda: {
-            "cancelled": self._undo("assign_cook", shift_id, "shift").eid})
+            "cancelled": self.take_back("assign_cook", shift_id, "shift").eid})
 
     # -- money ---------------------------------------------------------------------------------
     def pay_deposit(self, event: str, amount: int, items: list[str]) -> dict[str, Any]:

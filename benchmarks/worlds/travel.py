@@ -97,12 +97,7 @@ class TravelWorld(World):
         return {idfield: eid, "hotel": hotel, "price": price}
 
     def _cancel_room(self, tool: str, eid: str) -> dict[str, Any]:
-        eff = self.ledger.effects.get(eid)
-        if eff is None or eff.tool != tool:
-            raise WorldRejected(f"no {tool.replace('book_', '')} booking {eid}")
-        if not eff.live:
-            raise WorldRejected(f"booking {eid} is already cancelled")
-        self.ledger.undo(eid)
+        eff = self.take_back(tool, eid, f"{tool.replace('book_', '')} booking")
         self.rooms[eff.data["hotel"]] += 1
         return {"cancelled": eid}
 

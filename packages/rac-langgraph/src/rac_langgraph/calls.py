@@ -41,7 +41,8 @@ class RACToolCalls:
             calls is running). A hand-built graph has no end-of-turn hook, and a run left
             ``running`` when the process exits would be rolled back by ``rac recover``; the
             run stays joinable, so a later failure in the turn still undoes the whole turn.
-            :class:`rac_langgraph.RACMiddleware` turns it off and ends runs in ``after_agent``.
+            :class:`rac_langgraph.RACMiddleware` turns it off and ends runs when the model answers
+            without a tool call.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,

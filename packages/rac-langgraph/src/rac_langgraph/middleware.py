@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain_core.messages import ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 import rac
@@ -58,13 +57,30 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Run the tool call under RAC (async path)."""
         return await self.calls.awrap_tool_call(request, handler)
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """The agent finished its turn: mark the turn's run completed."""
-        self.calls.end_turn(state, get_config())
-        return None
+    # The turn ends when the model answers without asking for a tool. Seeing that inside the
+    # model call (rather than in an ``after_agent`` hook, which is one more graph node per
+    # turn) closes the run at no extra graph step.
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> Any:
+        """Call the model; if it asked for no tool, the turn is over: finish its run."""
+        response = handler(request)
+        if _final(response):
+            self.calls.end_turn(request.state, get_config())
+        return response
 
-    async def aafter_agent(self, state: AgentState[Any],
-                           runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async :meth:`after_agent`."""
-        self.calls.end_turn(state, get_config())
-        return None
+    async def awrap_model_call(
+            self, request: ModelRequest[Any],
+            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]) -> Any:
+        """Async :meth:`wrap_model_call`."""
+        response = await handler(request)
+        if _final(response):
+            self.calls.end_turn(request.state, get_config())
+        return response
+
+
+def _final(response: Any) -> bool:
+    """True if the model's response asks for no tool call (the agent will stop)."""
+    messages = getattr(response, "result", None)
+    if messages is None:
+        messages = [response]
+    return not any(isinstance(m, AIMessage) and m.tool_calls for m in messages)

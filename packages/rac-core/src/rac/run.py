@@ -52,6 +52,8 @@ _CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_sco
 # Tuples, not sets: hashing an enum member runs Python code, comparing it does not.
 _BAD = (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED)
 _IDLE = (RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION)
+#: LEGAL_TRANSITIONS as pairs of member ids, checked without hashing enum members.
+_LEGAL = frozenset((id(a), id(b)) for a, targets in LEGAL_TRANSITIONS.items() for b in targets)
 
 
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
@@ -264,7 +266,7 @@ class Run:
         change is checked against :data:`LEGAL_TRANSITIONS` and emits one event."""
         previous = rec.status
         new = fields.get("status")
-        if new is not None and new is not previous and new not in LEGAL_TRANSITIONS[previous]:
+        if new is not None and new is not previous and (id(previous), id(new)) not in _LEGAL:
             raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
                                f"{previous} -> {new}")
         fields["updated_at"] = self.engine.clock.now()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -58,7 +59,9 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
                  "scenarios": len(catalog.scenarios()),
                  "worlds": sorted({s.world for s in catalog.scenarios().values()}),
                  "cells": len(catalog.cells()), "runs": len(rows),
-                 "versions": _versions(), "seconds": round(time.time() - started, 1)},
+                 "versions": _versions(), "cores": os.cpu_count(),
+                 "crash_recovery_cases": len(crash_recovery.tasks(quick)),
+                 "seconds": round(time.time() - started, 1)},
         **figures,
         "crash_recovery": crash,
         "overhead_us": over,

@@ -1,8 +1,9 @@
 """Fault classes: for each scenario, the rules of each class and the end a correct run reaches.
 
 Classes: clean; transient (timeouts, 5xx and 429 before and after the effect, gone by the third
-attempt; responses whose id field is missing or blank; slow responses on the virtual clock); ambiguous (the effect happened, then a timeout); misleading (transient failures
-worded as permanent); permanent_alt (a permanent failure with another way to the goal, e.g. an
+attempt; responses whose id field is missing or blank; slow responses on the virtual clock);
+ambiguous (the effect happened, then a timeout); misleading (transient failures worded as
+permanent); permanent_alt (a permanent failure with another way to the goal, e.g. an
 alternative tool or machine); unsolvable (a required step fails for good: abort with nothing
 left behind); comp_transient (unsolvable, and compensators time out once); comp_permanent
 (unsolvable, and a compensator fails for good: the run must end needs_attention naming it);

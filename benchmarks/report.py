@@ -50,27 +50,12 @@ def _approach_table(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _class_table(data: dict[str, Any]) -> list[str]:
-    classes = [fc.name for fc in CLASSES]
-    lines = ["| approach | " + " | ".join(classes) + " |",
-             "|---|" + "---:|" * len(classes)]
-    for name, by_cls in data["by_class"].items():
-        cells = []
-        for c in classes:
-            s = by_cls.get(c)
-            cells.append("-" if s is None else f"{s['residual_runs']}/{s['runs']}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _world_table(data: dict[str, Any]) -> list[str]:
-    worlds = data["meta"]["worlds"]
-    lines = ["| approach | " + " | ".join(worlds) + " |", "|---|" + "---:|" * len(worlds)]
-    for name, by_world in data["by_world"].items():
-        cells = []
-        for w in worlds:
-            s = by_world.get(w)
-            cells.append("-" if s is None else f"{s['runs_violating_any']}/{s['runs']}")
+def _count_table(groups: dict[str, dict[str, Any]], columns: list[str], key: str) -> list[str]:
+    """Approaches by ``columns`` (fault classes or worlds): ``key`` runs out of all runs."""
+    lines = ["| approach | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    for name, by_col in groups.items():
+        cells = ["-" if by_col.get(c) is None else f"{by_col[c][key]}/{by_col[c]['runs']}"
+                 for c in columns]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -178,8 +163,11 @@ def render_markdown(data: dict[str, Any]) -> str:
               "injected fault to the end of the run (virtual seconds).", "",
               "![residual](img/bench-residual.png)", "",
               "![steps](img/bench-steps.png)", "",
-              "### Runs violating I1 per fault class", "", *_class_table(data), "",
-              "### Runs violating any of I1-I7 per world", "", *_world_table(data), "",
+              "### Runs violating I1 per fault class", "",
+              *_count_table(data["by_class"], [fc.name for fc in CLASSES], "residual_runs"), "",
+              "### Runs violating any of I1-I7 per world", "",
+              *_count_table(data["by_world"], data["meta"]["worlds"], "runs_violating_any"),
+              "",
               "### One example violation per approach", ""]
     crash_lines: list[str] = []
     crash = data.get("crash_recovery")

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from rac.errors import PermanentError, ResultError, TransientError
-from rac.serialize import as_fields
+from rac.serialize import as_fields, to_jsonable
 
 
 class ErrorKind(StrEnum):
@@ -114,7 +114,7 @@ def default_detect_result_error(result: Any) -> ResultError | None:
     message: str | None = None
     err = data.get("error")
     if err not in (None, False, "", {}, []):
-        message = err if isinstance(err, str) else json.dumps(err, default=str)
+        message = err if isinstance(err, str) else json.dumps(to_jsonable(err), default=str)
     status = data.get("status")
     if message is None and isinstance(status, str) and status.lower() in _FAILED_STATUSES:
         message = str(data.get("message") or data.get("detail") or f"status {status!r}")

@@ -95,21 +95,31 @@ class DependencyIndex:
         # value -> (seq, key): key is the result field it came from, or None once verified.
         self._producers: dict[Any, tuple[int, str | None]] = {}
 
-    def add_result(self, seq: int, result: Any) -> None:
-        """Remember the ids a completed call returned (the first producer of a value wins)."""
+    def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None) -> None:
+        """Remember the ids a completed call returned (the first producer of a value wins).
+
+        Values the call was given in ``args`` and merely echoes back (a customer id, say) are
+        not its products: a later call passing them does not depend on this one.
+        """
         producers = self._producers
+        echoed: set[Any] | None = None
+        if args:
+            echoed = {v for v in args.values() if type(v) is str or type(v) is int}
+            if len(echoed) < len(args):
+                echoed.update(argument_values(args))
         if type(result) is dict:
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers:
+                    if v not in producers and not (echoed and v in echoed):
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
             else:
                 return
         for value in result_ids(result):
-            producers.setdefault(value, (seq, None))
+            if not (echoed and value in echoed):
+                producers.setdefault(value, (seq, None))
 
     def forget(self, seqs: Iterable[int]) -> None:
         """Drop the ids produced by these records (they were compensated)."""

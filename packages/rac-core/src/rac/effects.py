@@ -48,7 +48,10 @@ def drive_sync(flow: Flow[T], clock: Clock, passthrough: tuple[type[BaseExceptio
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
         if isinstance(effect, Sleep):
-            clock.sleep(effect.seconds)
+            try:
+                clock.sleep(effect.seconds)
+            except BaseException as e:
+                _throw(flow, e)
             send = None
             continue
         try:
@@ -115,7 +118,9 @@ async def _shielded(work: Awaitable[Any]) -> tuple[Any, bool]:
             return await asyncio.shield(task), cancelled
         except asyncio.CancelledError:
             if task.done():
-                raise
+                if task.cancelled():
+                    raise
+                return task.result(), True  # finished as the cancel arrived: keep its result
             cancelled = True
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rac.dependencies import is_id_like
 from rac.errors import CompensationMappingError
 from rac.registry import Compensation, parse_path
 from rac.serialize import as_fields
@@ -102,11 +103,11 @@ def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: A
             mapped[p] = args[p]
         else:
             unmapped.append(p)
-    # A scalar result (an id such as "F-102") fills the one required parameter left, if exactly
-    # one is left: that is a unique match, not a guess.
+    # A bare id returned on its own (such as "F-102") fills the one required parameter left, if
+    # exactly one is left: that is a unique match, not a guess. Free text never does.
     still_required = [p for p in unmapped if p in required]
-    if (still_required and not isinstance(fields, Mapping | list)
-            and fields is not None and len(still_required) == 1):
+    if len(still_required) == 1 and (is_id_like(fields) or (
+            type(fields) is int and fields >= 1000)):
         mapped[still_required[0]] = fields
     return mapped
 

@@ -45,7 +45,8 @@ class RecordKind(StrEnum):
 #: Legal status changes of a record; anything else is a bug and is refused by the engine.
 LEGAL_TRANSITIONS: dict[RecordStatus, frozenset[RecordStatus]] = {
     RecordStatus.PENDING: frozenset({RecordStatus.COMPLETED, RecordStatus.FAILED,
-                                     RecordStatus.COMPENSATING}),
+                                     RecordStatus.COMPENSATING,
+                                     RecordStatus.COMPENSATION_FAILED}),
     RecordStatus.COMPLETED: frozenset({RecordStatus.COMPENSATING, RecordStatus.COMPENSATION_FAILED}),
     RecordStatus.FAILED: frozenset(),
     RecordStatus.COMPENSATING: frozenset({RecordStatus.COMPENSATED,

@@ -129,11 +129,15 @@ class Run:
         self._records: dict[int, Record] = {}
         self._raw: dict[int, tuple[dict[str, Any], Any]] = {}
         self._in_flight: set[int] = set()
-        self._doomed: set[int] = set()
+        # seq -> scope of the rollback that started while the call was running: undone when it
+        # completes. Seqs a rollback (or an undo) is compensating are claimed, so no two
+        # rollbacks ever compensate one effect.
+        self._doomed: dict[int, str] = {}
+        self._claimed: set[int] = set()
+        self._active_rollbacks: list[str] = []
         self._deps = DependencyIndex()
         self._rng = random.Random(self.run_id)
         self._started = False
-        self._rollback_scope = "0"
         self._events: Any = None
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         if tools:
@@ -305,6 +309,10 @@ class Run:
             if self.status in _IDLE and not self._doomed:
                 self._set_status(RunStatus.RUNNING)
             seq = next(self._seq)
+            for active in self._active_rollbacks:
+                if _in_scope(scope, active):  # a rollback of this scope is under way
+                    self._doomed[seq] = active
+                    break
             deps = self._deps.dependencies(args)
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
@@ -380,7 +388,11 @@ class Run:
                 delay = policy.delay(attempt, retry_after=cls.retry_after, rng=self._rng)
                 self._event("rac.retry", seq=rec.seq, tool=tool, status="retrying",
                             attempt=attempt, delay=delay, error=_error_text(err))
-                yield Sleep(delay, shielded)
+                try:
+                    yield Sleep(delay, shielded)
+                except BaseException as e:
+                    self._interrupted(rec, e)
+                    raise
                 continue
             return False, raw if ok else None, value, err, cls
 
@@ -393,6 +405,7 @@ class Run:
                 self._update(rec, status=RecordStatus.FAILED,
                              error=f"interrupted by {type(exc).__name__}; not a failure",
                              note="passthrough")
+            self._settle_doomed(rec.seq)
 
     def _call_flow(self, name: str, args: dict[str, Any], agent_id: str | None,
                    depends_on: Iterable[int], call: Invoker,
@@ -429,6 +442,13 @@ class Run:
                 self._update(rec, status=RecordStatus.FAILED, error=_error_text(err),
                              attempts=rec.attempts,
                              result=store_value(value, engine.max_value_chars))
+                doomed = self._settle_doomed(rec.seq)
+            if doomed:
+                # The scope was rolled back while this call ran: no alternative, no second
+                # rollback; the caller is told the scope is already undone.
+                return CallOutcome(False, tool, rec.seq, error=err, undone=True, message=(
+                    f"RAC: {tool} failed ({_error_text(err)}) after this run was rolled back; "
+                    "nothing of it is live. Replan from a clean state."))
             if first is None:
                 first = _Failure(tool, rec.seq, err, cls.kind, rec.attempts)
             else:
@@ -457,8 +477,11 @@ class Run:
             self._emit_record(rec, RecordStatus.PENDING)
             self._raw[rec.seq] = (args, value)
             if not rec.read_only:
-                self._deps.add_result(rec.seq, value)
-            return rec.seq in self._doomed
+                self._deps.add_result(rec.seq, value, args)
+            if rec.seq in self._doomed:
+                self._claimed.add(rec.seq)  # its undo is ours: no rollback may take it
+                return True
+            return False
 
     def _complete(self, rec: Record, args: dict[str, Any], raw: Any,
                   value: Any) -> Flow[CallOutcome]:
@@ -468,15 +491,32 @@ class Run:
 
     def _undo_doomed(self, rec: Record, raw: Any, value: Any) -> Flow[CallOutcome]:
         # The scope was rolled back while this call was running: undo it now.
-        undone = yield from self._compensate_flow(rec)
-        with self._lock:
-            self._doomed.discard(rec.seq)
-            if self.status is RunStatus.COMPENSATING:
-                self._set_status(self._status_after_rollback(self._rollback_scope))
+        try:
+            undone = yield from self._compensate_flow(rec)
+        finally:
+            with self._lock:
+                self._claimed.discard(rec.seq)
+                self._settle_doomed(rec.seq)
         msg = (f"RAC: {rec.tool} completed after this run was rolled back, so it was undone "
                f"too ({undone[0]}). Replan from a clean state.")
         return CallOutcome(False, rec.tool, rec.seq, result=raw, value=value, undone=True,
                            message=msg)
+
+    def _settle_doomed(self, seq: int) -> bool:
+        """Forget that ``seq`` was doomed (its call ended); once no doomed call or rollback is
+        left, give the run its final status. Call with the lock held. True if it was doomed."""
+        scope = self._doomed.pop(seq, None)
+        if scope is None:
+            return False
+        if not self._active_rollbacks and self.status is RunStatus.COMPENSATING:
+            self._set_status(self._run_status_for(scope))
+        return True
+
+    def _run_status_for(self, scope: str) -> RunStatus:
+        """The run's status once a rollback of ``scope`` is over: a nested scope that rolled
+        back cleanly leaves its parent running."""
+        status = self._status_after_rollback(scope)
+        return RunStatus.RUNNING if scope != "0" and status is RunStatus.COMPENSATED else status
 
     # -- rollback --------------------------------------------------------------------------------
     def _rollback_flow(self, scope: str, *, reason: str, failure: _Failure | None = None,
@@ -485,16 +525,40 @@ class Run:
         engine = self.engine
         with self._lock:
             self._set_status(RunStatus.COMPENSATING)
-            self._rollback_scope = scope
+            self._active_rollbacks.append(scope)
             candidates = [r for r in self._records.values()
                           if r.kind is RecordKind.ACTION and not r.read_only
-                          and _in_scope(r.scope, scope)
+                          and _in_scope(r.scope, scope) and r.seq not in self._claimed
                           and (r.status is RecordStatus.COMPLETED
                                or (r.status is RecordStatus.PENDING
                                    and r.seq not in self._in_flight))]
+            self._claimed.update(r.seq for r in candidates)
             running = [r for r in self._records.values()
                        if r.seq in self._in_flight and _in_scope(r.scope, scope)]
-            self._doomed.update(r.seq for r in running)
+            for r in running:
+                self._doomed.setdefault(r.seq, scope)
+        try:
+            report = yield from self._undo_all(scope, candidates, running, reason, failure,
+                                               alternatives)
+        finally:
+            with self._lock:
+                self._active_rollbacks.remove(scope)
+                self._claimed.difference_update(r.seq for r in candidates)
+        with self._lock:
+            report.status = self._status_after_rollback(scope)
+            self._set_status(self._run_status_for(scope))
+        self.last_report = report
+        self._event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
+                    status=str(report.status), compensated=len(report.compensated),
+                    left_live=len(report.left_live))
+        engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
+        return report
+
+    def _undo_all(self, scope: str, candidates: list[Record], running: list[Record],
+                  reason: str, failure: _Failure | None,
+                  alternatives: list[AttemptedAlternative] | None) -> Flow[RecoveryReport]:
+        """Compensate the claimed ``candidates`` in rollback order; the report of it."""
+        engine = self.engine
         order = rollback_order(candidates)
         report = RecoveryReport(run_id=self.run_id, scope=scope, reason=reason,
                                 alternatives=alternatives or [])
@@ -537,15 +601,6 @@ class Run:
                 report.compensation_failed.append(action)
         with self._lock:
             self._deps.forget(compensated)
-            report.status = self._status_after_rollback(scope)
-            # A nested scope that rolled back cleanly leaves its parent running.
-            self._set_status(RunStatus.RUNNING if scope != "0" and report.status is
-                             RunStatus.COMPENSATED else report.status)
-        self.last_report = report
-        self._event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
-                    status=str(report.status), compensated=len(report.compensated),
-                    left_live=len(report.left_live))
-        engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
         return report
 
     def _status_after_rollback(self, scope: str) -> RunStatus:
@@ -554,7 +609,7 @@ class Run:
         for r in self._records.values():
             if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
                 continue
-            if r.seq in self._doomed:
+            if r.seq in self._doomed or r.seq in self._claimed:
                 return RunStatus.COMPENSATING
         for r in self._records.values():
             if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
@@ -585,12 +640,17 @@ class Run:
                 result=result, idempotency_key=key)
             if cargs is None:
                 raise CompensationMappingError(f"no plugin mapped the arguments of {comp.tool}")
-        except CompensationMappingError as e:
+            approved = engine.approve_compensation(engine=engine, record=rec, compensation=comp,
+                                                   args=cargs)
+        except Exception as e:  # noqa: BLE001 - recorded as a dead letter, the rollback goes on
+            msg = str(e) if isinstance(e, CompensationMappingError) else (
+                f"preparing {comp.tool} failed: {type(e).__name__}: {_error_text(e)}")
+            if rec.status is RecordStatus.PENDING:
+                msg += " (the call is in doubt: it may or may not have taken effect)"
             with self._lock:
-                self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=str(e))
-            return "failed", comp.tool, str(e)
-        if not engine.approve_compensation(engine=engine, record=rec, compensation=comp,
-                                           args=cargs):
+                self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=msg)
+            return "failed", comp.tool, msg
+        if not approved:
             with self._lock:
                 self._update(rec, note=f"compensation via {comp.tool} held for approval")
             self._event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,

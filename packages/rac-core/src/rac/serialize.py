@@ -48,6 +48,19 @@ def _redact_text(text: str) -> str:
     return CARD_NUMBER_PATTERN.sub(repl, text)
 
 
+def _redact_json_text(text: str, depth: int) -> str:
+    """A JSON document held in a string, with its secrets redacted (re-encoded only if
+    something was redacted); text that is not JSON is treated as text."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _redact_text(text)
+    clean = to_jsonable(data, _depth=depth + 1)
+    if clean == data:
+        return text
+    return json.dumps(clean, ensure_ascii=False)
+
+
 @functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     """True if a mapping key names a secret (password, token, api_key, card number, ...)."""
@@ -63,6 +76,8 @@ def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
+        if redact and value[:1] in ("{", "[") and value[-1:] in ("}", "]"):
+            return _redact_json_text(value, _depth)
         return _redact_text(value) if redact else value
     if _depth > 32:
         return {"__type__": type(value).__name__, "repr": "<nested too deep>"}

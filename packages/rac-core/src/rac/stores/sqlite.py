@@ -139,7 +139,8 @@ class SQLiteStore:
             except sqlite3.Error as e:
                 raise StoreError(f"cannot open the SQLite log at {self.path!r}: {e}") from e
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            # Switching to WAL takes a lock: several processes opening the file at once retry.
+            self._retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             self._local.conn = conn
@@ -153,11 +154,16 @@ class SQLiteStore:
         self._retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
             yield conn
+            self._retry_locked(lambda: conn.execute("COMMIT"))
         except BaseException:
-            conn.execute("ROLLBACK")
+            # Roll back on any failure, a failed COMMIT included, so the connection is never
+            # left inside an open transaction. Never commit in a finally.
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
-        else:
-            conn.execute("COMMIT")
 
     def _retry_locked(self, fn: Callable[[], T]) -> T:
         deadline = time.monotonic() + self._busy_timeout_ms / 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,3 +30,14 @@ def make_engine(world: TravelWorld, store: SQLiteStore) -> Callable[..., rac.RAC
         base.update(kw)
         return rac.RAC(**base)
     return make
+
+
+class RollbackFinished:
+    """A plugin whose ``done`` event is set when a rollback of the engine finishes."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+    @rac.hookimpl
+    def rac_rollback_finished(self, run_id: str, scope: str, report: rac.RecoveryReport) -> None:
+        self.done.set()

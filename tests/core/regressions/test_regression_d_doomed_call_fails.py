@@ -7,25 +7,20 @@ import pytest
 
 import rac
 from rac.models import RunStatus
+from tests.core.regressions.conftest import RollbackFinished
 
 
 def _scenario(make_engine, world, with_alternative):
     kw = {"alternatives": {"book_car": ["rent_car"]}} if with_alternative else {}
     engine = make_engine(**kw)
     world.fail("charge_card", "permanent")
-    rolled = threading.Event()
-
-    class P:
-        @rac.hookimpl
-        def rac_rollback_finished(self, run_id, scope, report):
-            rolled.set()
-
-    engine.register_plugin(P())
+    rolled = RollbackFinished()
+    engine.register_plugin(rolled)
     car_started = threading.Event()
 
     def car_hook(args):
         car_started.set()
-        rolled.wait(2)
+        rolled.done.wait(2)
         raise rac.PermanentError("no cars")
 
     world.on_call("book_car", car_hook)

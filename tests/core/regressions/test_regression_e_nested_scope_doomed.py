@@ -7,24 +7,19 @@ import pytest
 
 import rac
 from rac.models import RunStatus
+from tests.core.regressions.conftest import RollbackFinished
 
 
 def test_nested_doomed_undo_does_not_mark_run_compensated(make_engine, world):
     engine = make_engine()
     world.fail("charge_card", "permanent")
-    rolled = threading.Event()
-
-    class P:
-        @rac.hookimpl
-        def rac_rollback_finished(self, run_id, scope, report):
-            rolled.set()
-
-    engine.register_plugin(P())
+    rolled = RollbackFinished()
+    engine.register_plugin(rolled)
     hotel_started = threading.Event()
 
     def hotel_hook(args):
         hotel_started.set()
-        rolled.wait(2)
+        rolled.done.wait(2)
 
     world.on_call("book_hotel", hotel_hook)
     with engine.run() as run:

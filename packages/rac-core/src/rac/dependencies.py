@@ -12,7 +12,9 @@ from rac.serialize import as_fields
 
 _ID_KEY = re.compile(r"(^|_)(id|ids|ref|reference|number|no|code|confirmation|token)$|Id$",
                      re.IGNORECASE)
-_DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$|^\d{1,2}:\d{2}")
+_DATE_LIKE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$|^\d{1,2}:\d{2}"
+    r"|^\d{1,2}[-/ .][A-Za-z]{3,9}[-/ .]\d{2,4}$|^[A-Za-z]{3,9}[-/ .]\d{1,2}[-/ .,]+\d{2,4}$")
 
 
 _ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-:.]{3,127}")
@@ -27,7 +29,7 @@ def is_id_like(value: Any) -> bool:
         return False
     if not any(map(_isdigit, value)) or not any(map(_isalpha, value)):
         return False
-    return not (value[0].isdigit() and _DATE_LIKE.match(value))
+    return not _DATE_LIKE.match(value)
 
 
 def result_ids(result: Any, *, limit: int = 64) -> list[Any]:

@@ -115,7 +115,7 @@ class RAC:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
-        self._normalizes = self._notify_records = False
+        self._normalizes = self._notify_records = self._notify_runs = False
         self._resolve_fast: Callable[..., Any] | None = None
         self._detect_fast: Callable[..., Any] | None = None
         self._map_fast: Callable[..., Any] | None = None
@@ -152,6 +152,7 @@ class RAC:
         hook = self.plugin_manager.hook
         self._normalizes = bool(hook.rac_normalize_result.get_hookimpls())
         self._notify_records = bool(hook.rac_record_written.get_hookimpls())
+        self._notify_runs = bool(hook.rac_run_status_changed.get_hookimpls())
         self._resolve_fast = self._sole_default(hook.rac_resolve_compensation,
                                                 "rac.default.compensations")
         self._detect_fast = self._sole_default(hook.rac_detect_result_error,

@@ -20,6 +20,8 @@ from typing import Any
 from rac.serialize import to_jsonable
 
 _STDLIB_NAME = "rac"
+_stdlib_loggers: dict[int, Any] = {}
+_std = logging.getLogger(_STDLIB_NAME)
 
 
 def logger(**context: Any) -> Any:
@@ -29,11 +31,15 @@ def logger(**context: Any) -> Any:
 
     if structlog.is_configured():
         return structlog.get_logger(_STDLIB_NAME).bind(**context)
-    std = logging.getLogger(_STDLIB_NAME)
-    return structlog.wrap_logger(
-        std, wrapper_class=structlog.make_filtering_bound_logger(std.getEffectiveLevel()),
-        processors=[structlog.processors.KeyValueRenderer(key_order=["event", "run_id"])],
-    ).bind(**context)
+    std = _std
+    level = std.getEffectiveLevel()
+    base = _stdlib_loggers.get(level)
+    if base is None:
+        base = structlog.wrap_logger(
+            std, wrapper_class=structlog.make_filtering_bound_logger(level),
+            processors=[structlog.processors.KeyValueRenderer(key_order=["event", "run_id"])])
+        _stdlib_loggers[level] = base
+    return base.bind(**context)
 
 
 def emit(event: str, *, level: str = "info", **fields: Any) -> None:

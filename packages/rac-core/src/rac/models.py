@@ -129,7 +129,8 @@ class RunInfo:
 
     def copy(self) -> RunInfo:
         """A copy that can be changed without touching the original."""
-        return dataclasses.replace(self)
+        return RunInfo(self.run_id, self.agent_id, self.status, self.created_at, self.updated_at,
+                       self.owner, self.lease_until, self.summary)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as a JSON-safe dict."""

@@ -136,12 +136,19 @@ class Run:
         self._claimed: set[int] = set()
         self._active_rollbacks: list[str] = []
         self._deps = DependencyIndex()
-        self._rng = random.Random(self.run_id)
+        self._rng_instance: random.Random | None = None
         self._started = False
         self._events: Any = None
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         if tools:
             self.add_tools(tools)
+
+    @property
+    def _rng(self) -> random.Random:
+        """Jitter for backoff, seeded by the run id (made on first use: seeding costs)."""
+        if self._rng_instance is None:
+            self._rng_instance = random.Random(self.run_id)
+        return self._rng_instance
 
     # -- tools ---------------------------------------------------------------------------------
     def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
@@ -167,8 +174,9 @@ class Run:
                                              now, now, owner=self.engine.owner))
         self._started = True
         self._event("rac.run", status=str(RunStatus.RUNNING), agent_id=self.agent_id)
-        self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=RunStatus.RUNNING,
-                                                previous=None)
+        if self.engine._notify_runs:
+            self.engine.hook.rac_run_status_changed(run_id=self.run_id,
+                                                    status=RunStatus.RUNNING, previous=None)
 
     def __enter__(self) -> Run:
         self._start()
@@ -257,8 +265,9 @@ class Run:
                                      updated_at=self.engine.clock.now())
         self._event("rac.run", level="warning" if status is RunStatus.NEEDS_ATTENTION else "info",
                     status=str(status), previous=str(previous))
-        self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
-                                                previous=previous)
+        if self.engine._notify_runs:
+            self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
+                                                    previous=previous)
 
     def _append(self, rec: Record) -> None:
         self.engine.store.append(rec)

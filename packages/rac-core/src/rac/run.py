@@ -185,32 +185,42 @@ class Run:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        run_token, scope_token = self._tokens.pop()
+        tokens = self._tokens.pop()
         try:
-            if exc is not None and not self._already_rolled_back(exc):
-                self.rollback(reason=f"the run was aborted by {type(exc).__name__}: "
-                                     f"{_error_text(exc)}")
+            reason = self._abort_reason(exc)
+            if reason is not None:
+                self.rollback(reason=reason)
             else:
                 self._finish()
         finally:
-            _CURRENT_SCOPE.reset(scope_token)
-            _CURRENT_RUN.reset(run_token)
+            self._reset_context(tokens)
 
     async def __aenter__(self) -> Run:
         return self.__enter__()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        run_token, scope_token = self._tokens.pop()
+        tokens = self._tokens.pop()
         try:
-            if exc is not None and not self._already_rolled_back(exc):
-                await self.arollback(reason=f"the run was aborted by {type(exc).__name__}: "
-                                            f"{_error_text(exc)}")
+            reason = self._abort_reason(exc)
+            if reason is not None:
+                await self.arollback(reason=reason)
             else:
                 self._finish()
         finally:
-            _CURRENT_SCOPE.reset(scope_token)
-            _CURRENT_RUN.reset(run_token)
+            self._reset_context(tokens)
+
+    def _abort_reason(self, exc: BaseException | None) -> str | None:
+        """Why the run must be rolled back as it closes, or None if it needs no rollback."""
+        if exc is None or self._already_rolled_back(exc):
+            return None
+        return f"the run was aborted by {type(exc).__name__}: {_error_text(exc)}"
+
+    @staticmethod
+    def _reset_context(tokens: tuple[Token[Run | None], Token[tuple[Run, str] | None]]) -> None:
+        run_token, scope_token = tokens
+        _CURRENT_SCOPE.reset(scope_token)
+        _CURRENT_RUN.reset(run_token)
 
     def _already_rolled_back(self, exc: BaseException) -> bool:
         """True when an exception leaving the run needs no second rollback: the run's own

@@ -70,6 +70,16 @@ def is_secret_key(key: str) -> bool:
 _SCALARS = (str, int, float, bool, type(None))
 
 
+def _plain_flat(value: dict[Any, Any]) -> bool:
+    """True for a flat dict of scalars under plain (non-secret) string keys, whose strings are
+    too short to hold a card number: such a dict needs no redaction."""
+    for k, v in value.items():
+        if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
+                type(v) is str and len(v) >= 13):
+            return False
+    return True
+
+
 def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
     """A JSON-safe copy of ``value``: pydantic models and dataclasses become dicts, secrets are
     redacted, JSON strings stay strings, and anything else unknown becomes a tagged ``repr``."""
@@ -81,14 +91,8 @@ def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
         return _redact_text(value) if redact else value
     if _depth > 32:
         return {"__type__": type(value).__name__, "repr": "<nested too deep>"}
-    if type(value) is dict:
-        # Fast path: a flat dict of short scalars with plain keys (most tool arguments/results).
-        for k, v in value.items():
-            if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
-                    type(v) is str and len(v) >= 13):
-                break
-        else:
-            return dict(value)
+    if type(value) is dict and _plain_flat(value):
+        return dict(value)  # most tool arguments and results
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -183,12 +187,6 @@ def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
 def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     """Everything a value goes through before it is written to the log or an event: a
     JSON-safe, redacted copy, capped at ``max_chars``."""
-    if type(value) is dict and len(value) <= 64:
-        # Fast path: a small flat dict of short scalars with plain keys needs no cap.
-        for k, v in value.items():
-            if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
-                    type(v) is str and len(v) >= 13):
-                break
-        else:
-            return dict(value)
+    if type(value) is dict and len(value) <= 64 and _plain_flat(value):
+        return dict(value)  # small, flat and plain: nothing to redact, nothing to cap
     return cap(to_jsonable(value), max_chars)

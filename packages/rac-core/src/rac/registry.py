@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -37,7 +38,16 @@ CompensationSpec = str | Compensation | Mapping[str, Any]
 def parse_path(path: str, *, tool: str, param: str) -> tuple[str, tuple[str, ...]]:
     """Split ``"result.a.b"`` into ``("result", ("a", "b"))``; raise a ConfigurationError naming
     the tool and parameter when the path is malformed."""
-    if not isinstance(path, str) or not path.strip():
+    if not isinstance(path, str):
+        raise ConfigurationError(
+            f"compensation of {tool!r}: args[{param!r}] must be a path such as "
+            f"'result.booking_id' or 'args.passenger_id', got {path!r}")
+    return _parse_path(path, tool, param)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_path(path: str, tool: str, param: str) -> tuple[str, tuple[str, ...]]:
+    if not path.strip():
         raise ConfigurationError(
             f"compensation of {tool!r}: args[{param!r}] must be a path such as "
             f"'result.booking_id' or 'args.passenger_id', got {path!r}")

@@ -305,6 +305,22 @@ class Run:
             self._events = event_logger(run_id=self.run_id)
         getattr(self._events, level)(event, **fields)
 
+    def _set_status_of(self, rec: Record, status: RecordStatus, now: float,
+                       **more: Any) -> None:
+        """The status changes of the compensation path, which are legal by construction
+        (checked here once, cheaply): store first, then the in-memory record, then the event."""
+        previous = rec.status
+        if (id(previous), id(status)) not in _LEGAL:
+            raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
+                               f"{previous} -> {status}")
+        self.engine.store.update_record(self.run_id, rec.seq, status=status, updated_at=now,
+                                        **more)
+        rec.status = status
+        rec.updated_at = now
+        for k, v in more.items():
+            setattr(rec, k, v)
+        self._emit_record(rec, previous)
+
     def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
         status = rec.status
         if self._events is None:
@@ -594,19 +610,22 @@ class Run:
         live: set[int] = set()
         compensated: list[int] = []
         for rec in order:
-            blockers = [d for d in dependents.get(rec.seq, ()) if d in live]
-            action = UndoneAction(seq=rec.seq, tool=rec.tool, ref=_ref(rec))
+            blockers = [d for d in dependents.get(rec.seq, ()) if d in live] \
+                if dependents else ()
             if blockers:
                 live.add(rec.seq)
                 b = self._records[blockers[0]]
-                action.error = f"{b.tool} (#{b.seq}) depends on it and is still live"
-                report.blocked.append(action)
+                report.blocked.append(UndoneAction(
+                    seq=rec.seq, tool=rec.tool, ref=_ref(rec),
+                    error=f"{b.tool} (#{b.seq}) depends on it and is still live"))
                 continue
             if not rec.compensable:
-                report.not_undoable.append(action)
+                report.not_undoable.append(UndoneAction(seq=rec.seq, tool=rec.tool,
+                                                        ref=_ref(rec)))
                 continue
             outcome, compensator, error = yield from self._compensate_flow(rec)
-            action.compensator, action.error = compensator, error
+            action = UndoneAction(seq=rec.seq, tool=rec.tool, ref=_ref(rec),
+                                  compensator=compensator, error=error)
             if outcome == "compensated":
                 report.compensated.append(action)
                 compensated.append(rec.seq)
@@ -677,7 +696,7 @@ class Run:
             return "held", comp.tool, "held for approval"
         now = engine.clock.now()
         with self._lock:
-            self._update(rec, status=RecordStatus.COMPENSATING)
+            self._set_status_of(rec, RecordStatus.COMPENSATING, now)
             crec = Record(self.run_id, next(self._seq), comp.tool, RecordKind.COMPENSATION,
                           RecordStatus.PENDING, rec.agent_id, rec.scope,
                           store_value(cargs, engine.max_value_chars), None, None, 0, key, [],
@@ -689,9 +708,10 @@ class Run:
                                                                shielded=True)
         with self._lock:
             if ok:
-                self._update(crec, status=RecordStatus.COMPLETED, attempts=crec.attempts,
-                             result=store_value(value, engine.max_value_chars))
-                self._update(rec, status=RecordStatus.COMPENSATED)
+                now = engine.clock.now()
+                self._set_status_of(crec, RecordStatus.COMPLETED, now, attempts=crec.attempts,
+                                    result=store_value(value, engine.max_value_chars))
+                self._set_status_of(rec, RecordStatus.COMPENSATED, now)
                 return "compensated", comp.tool, None
             assert err is not None
             msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"

@@ -157,3 +157,22 @@ def test_an_error_after_a_rollback_does_not_roll_back_twice(engine: rac.RAC,
     assert run.last_report is first and first is not None and first.failed_tool == "book_car"
     assert run.status is rac.RunStatus.COMPENSATED
     assert_no_live_effects(world)
+
+
+def test_resume_leaves_a_run_its_live_owner_is_still_running(engine: rac.RAC,
+                                                             world: TravelWorld) -> None:
+    with engine.run() as run:
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+        result = engine.resume(run.run_id)
+        assert result.outcome == "skipped" and "still running" in (result.reason or "")
+        assert len(world.live()) == 1
+    assert run.status is rac.RunStatus.COMPLETED
+
+
+def test_a_run_rebuilt_from_its_log_keeps_its_dependencies(engine: rac.RAC,
+                                                           world: TravelWorld) -> None:
+    with engine.run() as run:
+        flight = run.call("book_flight", passenger="a", origin="X", dest="Y")
+    rebuilt = rac.Run.from_log(engine, engine.store.get_run(run.run_id),  # type: ignore[arg-type]
+                               engine.store.get_records(run.run_id))
+    assert rebuilt._deps.dependencies({"booking_id": flight["booking_id"]}) == [1]

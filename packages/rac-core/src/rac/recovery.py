@@ -272,12 +272,27 @@ async def arecover(engine: RAC, run_ids: Iterable[str] | None = None, *,
 _RESUMABLE = (RunStatus.NEEDS_ATTENTION, RunStatus.RUNNING, RunStatus.COMPENSATING)
 
 
+def _still_running(engine: RAC, run_id: str) -> RecoveredRun | None:
+    """A "skipped" result if the run is unfinished and its owner, a process on this host, is
+    alive (resuming it would roll it back from under that process); KeyError if unknown."""
+    info = engine.store.get_run(run_id)
+    if info is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    if info.status in UNFINISHED and info.lease_until <= 0 and (
+            info.owner == engine.owner or owner_is_dead(info.owner) is False):
+        return RecoveredRun(run_id, "skipped", info.status,
+                            reason=f"the run is still {info.status} in its owner process "
+                                   f"{info.owner}; resume it after that process stops")
+    return None
+
+
 def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
            owner: str | None = None) -> RecoveredRun:
     """Retry the dead letters of a run (``compensation_failed`` records, after the cause was
     fixed) and any side effect it left live. Raises KeyError for an unknown run."""
-    if engine.store.get_run(run_id) is None:
-        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    busy = _still_running(engine, run_id)
+    if busy is not None:
+        return busy
     return _recover_one_sync(engine, run_id, _RESUMABLE, lease_seconds, owner or engine.owner,
                              retry_dead_letters=True, reason=_RESUME_REASON)
 
@@ -285,8 +300,9 @@ def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SEC
 async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
                   owner: str | None = None) -> RecoveredRun:
     """Async :func:`resume`."""
-    if engine.store.get_run(run_id) is None:
-        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    busy = _still_running(engine, run_id)
+    if busy is not None:
+        return busy
     return await _recover_one_async(engine, run_id, _RESUMABLE, lease_seconds,
                                     owner or engine.owner, retry_dead_letters=True,
                                     reason=_RESUME_REASON)

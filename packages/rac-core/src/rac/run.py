@@ -835,6 +835,9 @@ class Run:
         run._started = True
         for rec in records:
             run._records[rec.seq] = rec
+            if (rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPLETED
+                    and not rec.read_only):
+                run._deps.add_result(rec.seq, rec.result, rec.args)
         run._seq = itertools.count(max(run._records, default=0) + 1)
         return run
 

@@ -11,7 +11,6 @@ of their own (created if missing), e.g. ``postgresql://rac@db/app?rac_schema=rac
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -27,6 +26,15 @@ from psycopg import sql
 from rac.errors import ConflictError, StoreError
 from rac.models import Record, RunInfo, RunStatus
 from rac.stores.memory import _statuses
+from rac.stores.rows import (
+    RECORD_COLUMNS,
+    RUN_COLUMNS,
+    check_fields,
+    decode_record,
+    decode_run,
+    encode,
+    record_row,
+)
 
 #: Schema migrations, applied in order; ``rac_schema_migrations`` records the versions applied.
 MIGRATIONS: list[tuple[int, str]] = [
@@ -69,37 +77,8 @@ MIGRATIONS: list[tuple[int, str]] = [
     """),
 ]
 
-_JSON_FIELDS = {"args", "result", "depends_on"}
-_RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args",
-                   "result", "error", "attempts", "idempotency_key", "depends_on", "compensates",
-                   "alternative_of", "compensable", "read_only", "note", "created_at", "updated_at"]
-_RUN_COLUMNS = ["run_id", "agent_id", "status", "created_at", "updated_at", "owner",
-                "lease_until", "summary"]
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x7AC0_0001
-
-
-def _encode(name: str, value: Any) -> Any:
-    if name in _JSON_FIELDS:
-        # Text, not JSONB: the value comes back exactly as written (key order, NUL characters).
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if name in ("kind", "status") and value is not None:
-        return str(value)
-    return value
-
-
-def _decode_record(row: tuple[Any, ...]) -> Record:
-    d = dict(zip(_RECORD_COLUMNS, row, strict=True))
-    for name in _JSON_FIELDS:
-        d[name] = json.loads(d[name]) if d[name] is not None else None
-    d["depends_on"] = d["depends_on"] or []
-    return Record.from_dict(d)
-
-
-def _decode_run(row: tuple[Any, ...]) -> RunInfo:
-    d = dict(zip(_RUN_COLUMNS, row, strict=True))
-    d["status"] = RunStatus(d["status"])
-    return RunInfo(**d)
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -206,21 +185,21 @@ class PostgresStore:
         d = run.to_dict()
         try:
             with self._write() as conn:
-                conn.execute(f"INSERT INTO rac_runs({','.join(_RUN_COLUMNS)}) VALUES "
-                             f"({','.join(['%s'] * len(_RUN_COLUMNS))})".encode(),
-                             [d[c] for c in _RUN_COLUMNS])
+                conn.execute(f"INSERT INTO rac_runs({','.join(RUN_COLUMNS)}) VALUES "
+                             f"({','.join(['%s'] * len(RUN_COLUMNS))})".encode(),
+                             [d[c] for c in RUN_COLUMNS])
         except pg_errors.UniqueViolation as e:
             raise ConflictError(f"run {run.run_id!r} already exists in the log") from e
 
     def get_run(self, run_id: str) -> RunInfo | None:
-        rows = self._read(f"SELECT {','.join(_RUN_COLUMNS)} FROM rac_runs WHERE run_id=%s",
+        rows = self._read(f"SELECT {','.join(RUN_COLUMNS)} FROM rac_runs WHERE run_id=%s",
                           (run_id,))
-        return _decode_run(rows[0]) if rows else None
+        return decode_run(rows[0]) if rows else None
 
     def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
                   limit: int | None = None) -> list[RunInfo]:
         wanted = _statuses(status)
-        query = f"SELECT {','.join(_RUN_COLUMNS)} FROM rac_runs"
+        query = f"SELECT {','.join(RUN_COLUMNS)} FROM rac_runs"
         params: list[Any] = []
         if wanted is not None:
             query += " WHERE status = ANY(%s)"
@@ -229,14 +208,12 @@ class PostgresStore:
         if limit:
             query += " LIMIT %s"
             params.append(int(limit))
-        return [_decode_run(r) for r in self._read(query, params)]
+        return [decode_run(r) for r in self._read(query, params)]
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         if not fields:
             return
-        bad = set(fields) - set(_RUN_COLUMNS)
-        if bad:
-            raise StoreError(f"unknown run field(s): {sorted(bad)}")
+        check_fields("run", fields, RUN_COLUMNS)
         cols = ", ".join(f"{k}=%s" for k in fields)
         vals = [str(v) if k == "status" else v for k, v in fields.items()]
         with self._write() as conn:
@@ -257,13 +234,12 @@ class PostgresStore:
 
     # -- records -----------------------------------------------------------------------------
     def append(self, record: Record) -> None:
-        d = record.to_dict()
         try:
             with self._write() as conn:
                 conn.execute(
-                    f"INSERT INTO rac_records({','.join(_RECORD_COLUMNS)}) VALUES "
-                    f"({','.join(['%s'] * len(_RECORD_COLUMNS))})".encode(),
-                    [_encode(c, d[c]) for c in _RECORD_COLUMNS])
+                    f"INSERT INTO rac_records({','.join(RECORD_COLUMNS)}) VALUES "
+                    f"({','.join(['%s'] * len(RECORD_COLUMNS))})".encode(),
+                    record_row(record))
         except pg_errors.UniqueViolation as e:
             raise ConflictError(
                 f"record {record.run_id}#{record.seq} already exists; refusing to overwrite it"
@@ -272,21 +248,19 @@ class PostgresStore:
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         if not fields:
             return
-        bad = set(fields) - set(_RECORD_COLUMNS)
-        if bad:
-            raise StoreError(f"unknown record field(s): {sorted(bad)}")
+        check_fields("record", fields, RECORD_COLUMNS)
         cols = ", ".join(f"{k}=%s" for k in fields)
         with self._write() as conn:
             cur = conn.execute(
                 f"UPDATE rac_records SET {cols} WHERE run_id=%s AND seq=%s".encode(),
-                [*(_encode(k, v) for k, v in fields.items()), run_id, seq])
+                [*(encode(k, v) for k, v in fields.items()), run_id, seq])
             if cur.rowcount == 0:
                 raise KeyError(f"{run_id}#{seq}")
 
     def get_records(self, run_id: str) -> list[Record]:
-        rows = self._read(f"SELECT {','.join(_RECORD_COLUMNS)} FROM rac_records "
+        rows = self._read(f"SELECT {','.join(RECORD_COLUMNS)} FROM rac_records "
                           "WHERE run_id=%s ORDER BY seq", (run_id,))
-        return [_decode_record(r) for r in rows]
+        return [decode_record(r) for r in rows]
 
     def drop_schema(self) -> None:
         """Drop this store's schema and everything in it (tests use a schema per test)."""

@@ -6,7 +6,6 @@ rolled back on any exception, and a versioned migrations table. One connection p
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -18,6 +17,15 @@ from typing import Any, TypeVar
 from rac.errors import ConflictError, StoreError
 from rac.models import Record, RunInfo, RunStatus
 from rac.stores.memory import _statuses
+from rac.stores.rows import (
+    RECORD_COLUMNS,
+    RUN_COLUMNS,
+    check_fields,
+    decode_record,
+    decode_run,
+    encode,
+    record_row,
+)
 
 T = TypeVar("T")
 
@@ -60,41 +68,6 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     """),
 ]
-
-_JSON_FIELDS = {"args", "result", "depends_on"}
-_BOOL_FIELDS = {"compensable", "read_only"}
-_RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args",
-                   "result", "error", "attempts", "idempotency_key", "depends_on", "compensates",
-                   "alternative_of", "compensable", "read_only", "note", "created_at", "updated_at"]
-_RUN_COLUMNS = ["run_id", "agent_id", "status", "created_at", "updated_at", "owner",
-                "lease_until", "summary"]
-
-
-def _encode(name: str, value: Any) -> Any:
-    if name in _JSON_FIELDS:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if name in _BOOL_FIELDS:
-        return 1 if value else 0
-    if name in ("kind", "status") and value is not None:
-        return str(value)
-    return value
-
-
-def _decode_record(row: sqlite3.Row) -> Record:
-    d = dict(zip(_RECORD_COLUMNS, row, strict=True))
-    for name in _JSON_FIELDS:
-        d[name] = json.loads(d[name]) if d[name] is not None else None
-    for name in _BOOL_FIELDS:
-        d[name] = bool(d[name])
-    d["depends_on"] = d["depends_on"] or []
-    return Record.from_dict(d)
-
-
-def _decode_run(row: sqlite3.Row) -> RunInfo:
-    d = dict(zip(_RUN_COLUMNS, row, strict=True))
-    d["status"] = RunStatus(d["status"])
-    return RunInfo(**d)
-
 
 def path_from_url(url: str) -> str:
     """The file path of a ``sqlite:///relative`` or ``sqlite:////absolute`` URL."""
@@ -205,21 +178,21 @@ class SQLiteStore:
         d = run.to_dict()
         try:
             with self._write() as conn:
-                conn.execute(f"INSERT INTO runs({','.join(_RUN_COLUMNS)}) VALUES "
-                             f"({','.join('?' * len(_RUN_COLUMNS))})",
-                             [d[c] for c in _RUN_COLUMNS])
+                conn.execute(f"INSERT INTO runs({','.join(RUN_COLUMNS)}) VALUES "
+                             f"({','.join('?' * len(RUN_COLUMNS))})",
+                             [d[c] for c in RUN_COLUMNS])
         except sqlite3.IntegrityError as e:
             raise ConflictError(f"run {run.run_id!r} already exists in the log") from e
 
     def get_run(self, run_id: str) -> RunInfo | None:
-        row = self._conn().execute(f"SELECT {','.join(_RUN_COLUMNS)} FROM runs WHERE run_id=?",
+        row = self._conn().execute(f"SELECT {','.join(RUN_COLUMNS)} FROM runs WHERE run_id=?",
                                    (run_id,)).fetchone()
-        return _decode_run(row) if row else None
+        return decode_run(row) if row else None
 
     def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
                   limit: int | None = None) -> list[RunInfo]:
         wanted = _statuses(status)
-        sql = f"SELECT {','.join(_RUN_COLUMNS)} FROM runs"
+        sql = f"SELECT {','.join(RUN_COLUMNS)} FROM runs"
         params: list[Any] = []
         if wanted is not None:
             sql += f" WHERE status IN ({','.join('?' * len(wanted))})"
@@ -228,14 +201,12 @@ class SQLiteStore:
         if limit:
             sql += " LIMIT ?"
             params.append(int(limit))
-        return [_decode_run(r) for r in self._conn().execute(sql, params).fetchall()]
+        return [decode_run(r) for r in self._conn().execute(sql, params).fetchall()]
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         if not fields:
             return
-        bad = set(fields) - set(_RUN_COLUMNS)
-        if bad:
-            raise StoreError(f"unknown run field(s): {sorted(bad)}")
+        check_fields("run", fields, RUN_COLUMNS)
         cols = ", ".join(f"{k}=?" for k in fields)
         vals = [str(v) if k == "status" else v for k, v in fields.items()]
         with self._write() as conn:
@@ -253,13 +224,12 @@ class SQLiteStore:
 
     # -- records -----------------------------------------------------------------------------
     def append(self, record: Record) -> None:
-        d = record.to_dict()
         try:
             with self._write() as conn:
                 conn.execute(
-                    f"INSERT INTO records({','.join(_RECORD_COLUMNS)}) VALUES "
-                    f"({','.join('?' * len(_RECORD_COLUMNS))})",
-                    [_encode(c, d[c]) for c in _RECORD_COLUMNS])
+                    f"INSERT INTO records({','.join(RECORD_COLUMNS)}) VALUES "
+                    f"({','.join('?' * len(RECORD_COLUMNS))})",
+                    record_row(record, int_bools=True))
         except sqlite3.IntegrityError as e:
             raise ConflictError(
                 f"record {record.run_id}#{record.seq} already exists; refusing to overwrite it"
@@ -268,21 +238,19 @@ class SQLiteStore:
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         if not fields:
             return
-        bad = set(fields) - set(_RECORD_COLUMNS)
-        if bad:
-            raise StoreError(f"unknown record field(s): {sorted(bad)}")
+        check_fields("record", fields, RECORD_COLUMNS)
         cols = ", ".join(f"{k}=?" for k in fields)
         with self._write() as conn:
             cur = conn.execute(f"UPDATE records SET {cols} WHERE run_id=? AND seq=?",
-                               [*(_encode(k, v) for k, v in fields.items()), run_id, seq])
+                               [*(encode(k, v, int_bools=True) for k, v in fields.items()), run_id, seq])
             if cur.rowcount == 0:
                 raise KeyError(f"{run_id}#{seq}")
 
     def get_records(self, run_id: str) -> list[Record]:
         rows = self._conn().execute(
-            f"SELECT {','.join(_RECORD_COLUMNS)} FROM records WHERE run_id=? ORDER BY seq",
+            f"SELECT {','.join(RECORD_COLUMNS)} FROM records WHERE run_id=? ORDER BY seq",
             (run_id,)).fetchall()
-        return [_decode_record(r) for r in rows]
+        return [decode_record(r) for r in rows]
 
     def close(self) -> None:
         with self._all_lock:

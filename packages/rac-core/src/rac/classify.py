@@ -41,7 +41,6 @@ class Classification:
 _TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError",
                          "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
 _FAILED_STATUSES = {"error", "failed", "failure"}
-_SIGNAL_KEYS = frozenset({"error", "status", "success", "ok"})
 
 
 def _status_code(err: BaseException) -> int | None:
@@ -104,8 +103,16 @@ def default_classify(error: BaseException) -> Classification:
 
 def default_detect_result_error(result: Any) -> ResultError | None:
     """A :class:`ResultError` if the result's structure says the call failed, else None."""
-    if type(result) is dict and not _SIGNAL_KEYS.intersection(result):
-        return None
+    if type(result) is dict:
+        # The common case, decided without building anything: a plain dict whose signal
+        # fields (if any) all say it went well.
+        err = result.get("error")
+        status = result.get("status")
+        if (err is None or err is False or err == "") and result.get("success") is not False \
+                and result.get("ok") is not False and (
+                    status is None or (type(status) is str
+                                       and status.lower() not in _FAILED_STATUSES)):
+            return None
     if result is None or type(result) in (int, float, bool):
         return None
     data = as_fields(result)

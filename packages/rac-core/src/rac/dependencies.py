@@ -85,6 +85,18 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
             yield v
 
 
+def _echoes(value: Any, args: Mapping[str, Any]) -> bool:
+    """True if ``value`` is among the call's arguments (nested ones included)."""
+    values = args.values()
+    if value in values:
+        return True
+    for v in values:
+        t = type(v)
+        if t is not str and t is not int and t is not float and t is not bool and v is not None:
+            return value in set(argument_values(args))  # nested arguments: the rare case
+    return False
+
+
 class DependencyIndex:
     """Maps id-like values produced by completed calls to the seq that produced them.
 
@@ -104,21 +116,17 @@ class DependencyIndex:
         not its products: a later call passing them does not depend on this one.
         """
         producers = self._producers
-        echoed: set[Any] | None = None
-        if args:
-            echoed = {v for v in args.values() if type(v) is str or type(v) is int}
-            if len(echoed) < len(args):
-                echoed.update(argument_values(args))
         if type(result) is dict:
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers and not (echoed and v in echoed):
+                    if v not in producers and not (args and _echoes(v, args)):
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
             else:
                 return
+        echoed: set[Any] | None = set(argument_values(args)) if args else None
         for value in result_ids(result):
             if not (echoed and value in echoed):
                 producers.setdefault(value, (seq, None))

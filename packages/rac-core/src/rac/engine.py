@@ -14,9 +14,10 @@ from typing import Any, Literal, TypeVar, cast
 import pluggy
 
 from rac import hookspecs
+from rac.classify import default_detect_result_error
 from rac.clock import Clock, SystemClock
 from rac.errors import ConfigurationError
-from rac.plugins import DEFAULT_PLUGINS
+from rac.plugins import DEFAULT_PLUGINS, RegistryCompensations, StructuredResultErrors
 from rac.registry import CompensationRegistry, CompensationSpec
 from rac.report import RecoveryReport, render_report
 from rac.retry import RetryPolicy
@@ -28,6 +29,11 @@ from rac.tools import Tool, as_tool, tools_by_name
 F = TypeVar("F", bound=Callable[..., Any])
 NoCompensationPolicy = Literal["warn", "assume_read_only", "refuse"]
 _POLICIES = ("warn", "assume_read_only", "refuse")
+
+
+def _is_method(fn: Callable[..., Any] | None, method: Callable[..., Any]) -> bool:
+    """True if ``fn`` is ``method`` bound to an instance of its class."""
+    return getattr(fn, "__func__", None) is method
 
 
 class _PluginManager(pluggy.PluginManager):
@@ -118,6 +124,10 @@ class RAC:
         self._normalizes = self._notify_records = self._notify_runs = False
         self._resolve_fast: Callable[..., Any] | None = None
         self._detect_fast: Callable[..., Any] | None = None
+        # Set while only the default plugin answers: the hot path reads the registry and runs
+        # the default detection directly, without a plugin call.
+        self._pairs_direct = False
+        self._detect_direct = False
         self._map_fast: Callable[..., Any] | None = None
         self._auto_approve = False
         self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._refresh_hook_flags)
@@ -161,6 +171,10 @@ class RAC:
                                             "rac.default.mapping")
         self._auto_approve = self._sole_default(hook.rac_approve_compensation,
                                                 "rac.default.approve") is not None
+        self._pairs_direct = _is_method(self._resolve_fast,
+                                        RegistryCompensations.rac_resolve_compensation)
+        self._detect_direct = _is_method(self._detect_fast,
+                                         StructuredResultErrors.rac_detect_result_error)
 
     @staticmethod
     def _sole_default(caller: Any, name: str) -> Callable[..., Any] | None:
@@ -171,6 +185,8 @@ class RAC:
 
     def resolve_compensation(self, record: Any) -> Any:
         """How to undo ``record`` (through ``rac_resolve_compensation``), or None."""
+        if self._pairs_direct:
+            return self.registry.pairs.get(record.tool)
         if self._resolve_fast is not None:
             return self._resolve_fast(engine=self, record=record)
         return self.hook.rac_resolve_compensation(engine=self, record=record)
@@ -189,6 +205,8 @@ class RAC:
 
     def detect_result_error(self, tool: str, result: Any) -> BaseException | None:
         """The failure a result describes (through ``rac_detect_result_error``), or None."""
+        if self._detect_direct:
+            return default_detect_result_error(result)
         if self._detect_fast is not None:
             return cast(BaseException | None, self._detect_fast(tool=tool, result=result))
         return cast(BaseException | None,

@@ -42,6 +42,19 @@ def logger(**context: Any) -> Any:
     return base.bind(**context)
 
 
+def run_logger(**context: Any) -> tuple[Any, bool]:
+    """A bound logger as :func:`logger` gives, and whether its info-level events go anywhere.
+
+    Runs emit many info events (one per record written); when the standard-library logger
+    ``"rac"`` drops them anyway (its default), a run skips building them. Under an
+    application's structlog configuration every event is built and handed over."""
+    import structlog
+
+    if structlog.is_configured():
+        return structlog.get_logger(_STDLIB_NAME).bind(**context), True
+    return logger(**context), _std.getEffectiveLevel() <= logging.INFO
+
+
 def emit(event: str, *, level: str = "info", **fields: Any) -> None:
     """Emit one event outside a run's own logger (rollbacks, proposals, warnings). Callers pass
     values already redacted by :func:`rac.serialize.store_value`; error texts are redacted when

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from rac.classify import Classification, ErrorKind
+from rac.classify import Classification, ErrorKind, default_detect_result_error
 from rac.dependencies import DependencyIndex, result_ids
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
-from rac.events import logger as event_logger
+from rac.events import run_logger
 from rac.models import (
     LEGAL_TRANSITIONS,
     Record,
@@ -36,7 +36,7 @@ from rac.models import (
 from rac.ordering import dependents_of, rollback_order
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.retry import RetryPolicy
-from rac.serialize import _redact_text, store_value
+from rac.serialize import _redact_text, plain_copy, store_value
 from rac.tools import Tool
 
 if TYPE_CHECKING:
@@ -49,16 +49,38 @@ _CURRENT_RUN: ContextVar[Run | None] = ContextVar("rac_current_run", default=Non
 _CURRENT_SCOPE: ContextVar[tuple[Run, str] | None] = ContextVar("rac_current_scope", default=None)
 
 
+# Enum members as module globals: reading ``RecordStatus.X`` costs a class lookup each time.
+_ACTION = RecordKind.ACTION
+_COMPENSATED = RecordStatus.COMPENSATED
+_COMPENSATING = RecordStatus.COMPENSATING
+_COMPENSATION = RecordKind.COMPENSATION
+_COMPENSATION_FAILED = RecordStatus.COMPENSATION_FAILED
+_COMPLETED = RecordStatus.COMPLETED
+_FAILED = RecordStatus.FAILED
+_PENDING = RecordStatus.PENDING
+_R_COMPENSATED = RunStatus.COMPENSATED
+_R_COMPENSATING = RunStatus.COMPENSATING
+_R_COMPLETED = RunStatus.COMPLETED
+_R_NEEDS_ATTENTION = RunStatus.NEEDS_ATTENTION
+_R_RUNNING = RunStatus.RUNNING
+
 # Tuples, not sets: hashing an enum member runs Python code, comparing it does not.
-_BAD = (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED)
-_IDLE = (RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION)
+_BAD = (_FAILED, _COMPENSATION_FAILED)
+_IDLE = (_R_COMPLETED, _R_COMPENSATED, _R_NEEDS_ATTENTION)
 #: LEGAL_TRANSITIONS as pairs of member ids, checked without hashing enum members.
 _LEGAL = frozenset((id(a), id(b)) for a, targets in LEGAL_TRANSITIONS.items() for b in targets)
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_prefix(run_id: str) -> str:
+    return hashlib.blake2b(run_id.encode(), digest_size=8).hexdigest()[:15]
+
+
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
-    """The key of one step: stable across retries and recovery, different across runs."""
-    return hashlib.blake2b(f"{run_id}:{seq}:{kind}".encode(), digest_size=12).hexdigest()
+    """The key of one step: stable across retries and recovery, different across runs.
+
+    24 characters: a hash of the run id, ``a`` (action) or ``c`` (compensation), the seq."""
+    return f"{_key_prefix(run_id)}{kind[:1]}{seq:08x}"
 
 
 def _in_scope(record_scope: str, scope: str) -> bool:
@@ -76,7 +98,7 @@ def _error_text(err: BaseException) -> str:
     return _redact_text(text)[:2000]
 
 
-@dataclass
+@dataclass(slots=True)
 class CallOutcome:
     """What became of one tool call under RAC.
 
@@ -120,7 +142,7 @@ class Run:
         self.engine = engine
         self.run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
         self.agent_id = agent_id or engine.agent_id
-        self.status = RunStatus.RUNNING
+        self.status = _R_RUNNING
         self.last_report: RecoveryReport | None = None
         self._tools: dict[str, Tool] = {}
         self._lock = threading.RLock()
@@ -139,6 +161,11 @@ class Run:
         self._rng_instance: random.Random | None = None
         self._started = False
         self._events: Any = None
+        self._info = True  # whether info-level events go anywhere (set with _events)
+        self._key_prefix = _key_prefix(self.run_id)
+        # A store that holds the run's own record objects (the memory store) needs no update
+        # calls: changing a record is writing it.
+        self._shared = bool(getattr(engine.store, "shares_records", False))
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         if tools:
             self.add_tools(tools)
@@ -170,13 +197,14 @@ class Run:
         if self._started:
             return
         now = self.engine.clock.now()
-        self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, RunStatus.RUNNING,
+        self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, _R_RUNNING,
                                              now, now, owner=self.engine.owner))
         self._started = True
-        self._event("rac.run", status=str(RunStatus.RUNNING), agent_id=self.agent_id)
+        self._logger()  # decides whether info events are built, for the whole run
+        self._event("rac.run", status=str(_R_RUNNING), agent_id=self.agent_id)
         if self.engine._notify_runs:
             self.engine.hook.rac_run_status_changed(run_id=self.run_id,
-                                                    status=RunStatus.RUNNING, previous=None)
+                                                    status=_R_RUNNING, previous=None)
 
     def __enter__(self) -> Run:
         self._start()
@@ -229,12 +257,12 @@ class Run:
                 and exc.report.scope == "0":
             return True
         with self._lock:
-            if self.status not in (RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION):
+            if self.status not in (_R_COMPENSATED, _R_NEEDS_ATTENTION):
                 return False
             return not any(
-                r.kind is RecordKind.ACTION and not r.read_only and r.compensable
-                and (r.status is RecordStatus.COMPLETED
-                     or (r.status is RecordStatus.PENDING and r.seq not in self._in_flight))
+                r.kind is _ACTION and not r.read_only and r.compensable
+                and (r.status is _COMPLETED
+                     or (r.status is _PENDING and r.seq not in self._in_flight))
                 for r in self._records.values())
 
     def finish(self) -> None:
@@ -247,8 +275,8 @@ class Run:
 
     def _finish(self) -> None:
         with self._lock:
-            if self.status is RunStatus.RUNNING:
-                self._set_status(RunStatus.COMPLETED)
+            if self.status is _R_RUNNING:
+                self._set_status(_R_COMPLETED)
 
     def scope(self) -> Scope:
         """A nested transaction scope: a failure inside it rolls back only what it did."""
@@ -273,16 +301,20 @@ class Run:
         self.status = status
         self.engine.store.update_run(self.run_id, status=status,
                                      updated_at=self.engine.clock.now())
-        self._event("rac.run", level="warning" if status is RunStatus.NEEDS_ATTENTION else "info",
+        self._event("rac.run", level="warning" if status is _R_NEEDS_ATTENTION else "info",
                     status=str(status), previous=str(previous))
         if self.engine._notify_runs:
             self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
                                                     previous=previous)
 
     def _append(self, rec: Record) -> None:
-        self.engine.store.append(rec)
+        if self._shared:
+            self.engine.store.adopt(rec)  # type: ignore[attr-defined]
+        else:
+            self.engine.store.append(rec)
         self._records[rec.seq] = rec
-        self._emit_record(rec, None)
+        if self._info or rec.status in _BAD or self.engine._notify_records:
+            self._emit_record(rec, None)
 
     def _update(self, rec: Record, **fields: Any) -> None:
         """Write changed fields of a record to the store, then to the in-memory copy; a status
@@ -293,17 +325,23 @@ class Run:
             raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
                                f"{previous} -> {new}")
         fields["updated_at"] = self.engine.clock.now()
-        self.engine.store.update_record(self.run_id, rec.seq, **fields)
+        if not self._shared:
+            self.engine.store.update_record(self.run_id, rec.seq, **fields)
         for k, v in fields.items():
             setattr(rec, k, v)
         if new is not None and new is not previous:
             self._emit_record(rec, previous)
 
+    def _logger(self) -> Any:
+        if self._events is None:
+            self._events, self._info = run_logger(run_id=self.run_id)
+        return self._events
+
     def _event(self, event: str, *, level: str = "info", **fields: Any) -> None:
         """Emit one event on this run's logger (``run_id`` is bound)."""
-        if self._events is None:
-            self._events = event_logger(run_id=self.run_id)
-        getattr(self._events, level)(event, **fields)
+        events = self._logger()
+        if level != "info" or self._info:
+            getattr(events, level)(event, **fields)
 
     def _set_status_of(self, rec: Record, status: RecordStatus, now: float,
                        **more: Any) -> None:
@@ -313,8 +351,9 @@ class Run:
         if (id(previous), id(status)) not in _LEGAL:
             raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} ({rec.tool}): "
                                f"{previous} -> {status}")
-        self.engine.store.update_record(self.run_id, rec.seq, status=status, updated_at=now,
-                                        **more)
+        if not self._shared:
+            self.engine.store.update_record(self.run_id, rec.seq, status=status, updated_at=now,
+                                            **more)
         rec.status = status
         rec.updated_at = now
         for k, v in more.items():
@@ -323,58 +362,83 @@ class Run:
 
     def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
         status = rec.status
-        if self._events is None:
-            self._events = event_logger(run_id=self.run_id)
-        log = self._events.warning if status in _BAD else self._events.info
-        log("rac.record", seq=rec.seq, tool=rec.tool, kind=str.__str__(rec.kind),
-            status=str.__str__(status),
-            agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
+        events = self._events if self._events is not None else self._logger()
+        bad = status in _BAD
+        if bad or self._info:  # an info event nobody receives is not built
+            (events.warning if bad else events.info)(
+                "rac.record", seq=rec.seq, tool=rec.tool, kind=str.__str__(rec.kind),
+                status=str.__str__(status), agent_id=rec.agent_id, attempts=rec.attempts,
+                error=rec.error)
         if self.engine._notify_records:
             self.engine.hook.rac_record_written(record=rec.copy(),
                                                 previous=str(previous) if previous else None)
 
     # -- the call flow ---------------------------------------------------------------------------
     def _begin(self, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
-               depends_on: Iterable[int], alternative_of: int | None) -> tuple[Record, bool]:
+               depends_on: Iterable[int], alternative_of: int | None
+               ) -> tuple[Record, bool, dict[str, Any]]:
+        """Write the intent record of a call (the first half of the write-ahead log). Returns
+        it, True if the call is refused (``no_compensation="refuse"``), and RAC's own copy of
+        the arguments."""
         engine = self.engine
         read_only = tool in engine.registry.read_only
         now = engine.clock.now()
-        stored_args = store_value(args, engine.max_value_chars)
+        # RAC keeps the call's arguments (to map a compensation from) and the log stores a
+        # redacted copy; when nothing needs redacting one copy serves both (neither changes).
+        raw_args = plain_copy(args)
+        if raw_args is None:
+            stored_args = store_value(args, engine.max_value_chars)
+            raw_args = dict(args)
+        else:
+            stored_args = raw_args
         with self._lock:
-            if self.status in _IDLE and not self._doomed:
-                self._set_status(RunStatus.RUNNING)
+            if self._active_rollbacks or self._doomed or self.status is not _R_RUNNING:
+                self._begin_unusual(scope)
             seq = next(self._seq)
-            for active in self._active_rollbacks:
-                if _in_scope(scope, active):  # a rollback of this scope is under way
-                    self._doomed[seq] = active
-                    break
             deps = self._deps.dependencies(args)
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
-            rec = Record(self.run_id, seq, tool, RecordKind.ACTION, RecordStatus.PENDING,
+            rec = Record(self.run_id, seq, tool, _ACTION, _PENDING,
                          agent_id or self.agent_id, scope, stored_args, None, None, 0,
-                         idempotency_key(self.run_id, seq, "action"), deps, None,
+                         f"{self._key_prefix}a{seq:08x}", deps, None,
                          alternative_of, True, read_only, None, now, now)
+            if self._active_rollbacks:
+                for active in self._active_rollbacks:
+                    if _in_scope(scope, active):  # a rollback of this scope is under way
+                        self._doomed[seq] = active
+                        break
             refused = False
-            if not read_only and engine.resolve_compensation(rec) is None:
-                policy = engine.no_compensation
-                if policy == "assume_read_only":
-                    rec.read_only = True
-                else:
-                    rec.compensable = False
-                    if policy == "refuse":
-                        refused = True
-                        rec.status = RecordStatus.FAILED
-                        rec.error = (f"refused: {tool} has side effects and no compensation is "
-                                     "declared (no_compensation='refuse')")
-                    else:
-                        self._event("rac.no_compensation", level="warning", seq=seq, tool=tool,
-                                    status="completed_uncompensable")
+            if not read_only and (tool not in engine.registry.pairs if engine._pairs_direct
+                                  else engine.resolve_compensation(rec) is None):
+                refused = self._uncompensable(rec)
             self._append(rec)
-            self._raw[seq] = (args, None)
+            self._raw[seq] = (raw_args, None)
             if not refused:
                 self._in_flight.add(seq)
-        return rec, refused
+        return rec, refused, raw_args
+
+    def _begin_unusual(self, scope: str) -> None:
+        """Before a call starts in a run that is not simply running: an idle run (completed,
+        or rolled back with nothing left in flight) becomes running again."""
+        if self.status in _IDLE and not self._doomed:
+            self._set_status(_R_RUNNING)
+
+    def _uncompensable(self, rec: Record) -> bool:
+        """Apply the ``no_compensation`` policy to a side-effecting call with no compensator;
+        True if the call is refused."""
+        policy = self.engine.no_compensation
+        if policy == "assume_read_only":
+            rec.read_only = True
+            return False
+        rec.compensable = False
+        if policy == "refuse":
+            rec.status = _FAILED
+            rec.error = (f"refused: {rec.tool} has side effects and no compensation is "
+                         "declared (no_compensation='refuse')")
+            return True
+        self._event("rac.no_compensation", level="warning", seq=rec.seq, tool=rec.tool,
+                    status="completed_uncompensable")
+        return False
 
     def _call_args(self, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
         t = self.tool(tool)
@@ -436,8 +500,8 @@ class Run:
         stays pending (in doubt) unless the adapter declared the exception a pass-through."""
         with self._lock:
             self._in_flight.discard(rec.seq)
-            if isinstance(exc, self.engine.passthrough) and rec.status is RecordStatus.PENDING:
-                self._update(rec, status=RecordStatus.FAILED,
+            if isinstance(exc, self.engine.passthrough) and rec.status is _PENDING:
+                self._update(rec, status=_FAILED,
                              error=f"interrupted by {type(exc).__name__}; not a failure",
                              note="passthrough")
             self._settle_doomed(rec.seq)
@@ -457,8 +521,10 @@ class Run:
             first_attempt: tuple[bool, Any] | None = None
             if resume is not None:
                 (rec, first_attempt), refused, resume = resume, False, None
+                own_args = self._raw[rec.seq][0]
             else:
-                rec, refused = self._begin(tool, args, agent_id, scope, depends_on, first_seq)
+                rec, refused, own_args = self._begin(tool, args, agent_id, scope, depends_on,
+                                                     first_seq)
             if first_seq is None:
                 first_seq = rec.seq
             if refused:
@@ -470,11 +536,11 @@ class Run:
             ok, raw, value, err, cls = yield from self._attempts(tool, rec, invoke, engine.retry,
                                                                  first=first_attempt)
             if ok:
-                return (yield from self._complete(rec, args, raw, value))
+                return (yield from self._complete(rec, own_args, raw, value))
             assert err is not None and cls is not None
             with self._lock:
                 self._in_flight.discard(rec.seq)
-                self._update(rec, status=RecordStatus.FAILED, error=_error_text(err),
+                self._update(rec, status=_FAILED, error=_error_text(err),
                              attempts=rec.attempts,
                              result=store_value(value, engine.max_value_chars))
                 doomed = self._settle_doomed(rec.seq)
@@ -501,15 +567,17 @@ class Run:
         result = store_value(value, engine.max_value_chars)
         with self._lock:
             self._in_flight.discard(rec.seq)
-            if rec.status is not RecordStatus.PENDING:
+            if rec.status is not _PENDING:
                 raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} "
                                    f"({rec.tool}): {rec.status} -> completed")
             # The common case of _update, spelled out: it is on every call's path.
             now = engine.clock.now()
-            engine.store.update_record(self.run_id, rec.seq, status=RecordStatus.COMPLETED,
-                                       attempts=rec.attempts, result=result, updated_at=now)
-            rec.status, rec.result, rec.updated_at = RecordStatus.COMPLETED, result, now
-            self._emit_record(rec, RecordStatus.PENDING)
+            if not self._shared:
+                engine.store.update_record(self.run_id, rec.seq, status=_COMPLETED,
+                                           attempts=rec.attempts, result=result, updated_at=now)
+            rec.status, rec.result, rec.updated_at = _COMPLETED, result, now
+            if self._info or engine._notify_records:
+                self._emit_record(rec, _PENDING)
             self._raw[rec.seq] = (args, value)
             if not rec.read_only:
                 self._deps.add_result(rec.seq, value, args)
@@ -543,7 +611,7 @@ class Run:
         scope = self._doomed.pop(seq, None)
         if scope is None:
             return False
-        if not self._active_rollbacks and self.status is RunStatus.COMPENSATING:
+        if not self._active_rollbacks and self.status is _R_COMPENSATING:
             self._set_status(self._run_status_for(scope))
         return True
 
@@ -551,7 +619,7 @@ class Run:
         """The run's status once a rollback of ``scope`` is over: a nested scope that rolled
         back cleanly leaves its parent running."""
         status = self._status_after_rollback(scope)
-        return RunStatus.RUNNING if scope != "0" and status is RunStatus.COMPENSATED else status
+        return _R_RUNNING if scope != "0" and status is _R_COMPENSATED else status
 
     # -- rollback --------------------------------------------------------------------------------
     def _rollback_flow(self, scope: str, *, reason: str, failure: _Failure | None = None,
@@ -559,13 +627,13 @@ class Run:
                        ) -> Flow[RecoveryReport]:
         engine = self.engine
         with self._lock:
-            self._set_status(RunStatus.COMPENSATING)
+            self._set_status(_R_COMPENSATING)
             self._active_rollbacks.append(scope)
             candidates = [r for r in self._records.values()
-                          if r.kind is RecordKind.ACTION and not r.read_only
+                          if r.kind is _ACTION and not r.read_only
                           and _in_scope(r.scope, scope) and r.seq not in self._claimed
-                          and (r.status is RecordStatus.COMPLETED
-                               or (r.status is RecordStatus.PENDING
+                          and (r.status is _COMPLETED
+                               or (r.status is _PENDING
                                    and r.seq not in self._in_flight))]
             self._claimed.update(r.seq for r in candidates)
             running = [r for r in self._records.values()
@@ -645,18 +713,18 @@ class Run:
         """COMPENSATING while a doomed call of ``scope`` still runs; NEEDS_ATTENTION while any
         side effect of ``scope`` is left live or in doubt; else COMPENSATED."""
         for r in self._records.values():
-            if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
+            if r.kind is not _ACTION or r.read_only or not _in_scope(r.scope, scope):
                 continue
             if r.seq in self._doomed or r.seq in self._claimed:
-                return RunStatus.COMPENSATING
+                return _R_COMPENSATING
         for r in self._records.values():
-            if r.kind is not RecordKind.ACTION or r.read_only or not _in_scope(r.scope, scope):
+            if r.kind is not _ACTION or r.read_only or not _in_scope(r.scope, scope):
                 continue
-            if r.status in (RecordStatus.COMPLETED, RecordStatus.COMPENSATION_FAILED,
-                            RecordStatus.COMPENSATING) or (
-                    r.status is RecordStatus.PENDING and r.seq not in self._in_flight):
-                return RunStatus.NEEDS_ATTENTION
-        return RunStatus.COMPENSATED
+            if r.status in (_COMPLETED, _COMPENSATION_FAILED,
+                            _COMPENSATING) or (
+                    r.status is _PENDING and r.seq not in self._in_flight):
+                return _R_NEEDS_ATTENTION
+        return _R_COMPENSATED
 
     def _compensate_flow(self, rec: Record) -> Flow[tuple[str, str | None, str | None]]:
         """Undo one action. Returns (outcome, compensator, error) where outcome is
@@ -683,10 +751,10 @@ class Run:
         except Exception as e:  # noqa: BLE001 - recorded as a dead letter, the rollback goes on
             msg = str(e) if isinstance(e, CompensationMappingError) else (
                 f"preparing {comp.tool} failed: {type(e).__name__}: {_error_text(e)}")
-            if rec.status is RecordStatus.PENDING:
+            if rec.status is _PENDING:
                 msg += " (the call is in doubt: it may or may not have taken effect)"
             with self._lock:
-                self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=msg)
+                self._update(rec, status=_COMPENSATION_FAILED, error=msg)
             return "failed", comp.tool, msg
         if not approved:
             with self._lock:
@@ -696,9 +764,9 @@ class Run:
             return "held", comp.tool, "held for approval"
         now = engine.clock.now()
         with self._lock:
-            self._set_status_of(rec, RecordStatus.COMPENSATING, now)
-            crec = Record(self.run_id, next(self._seq), comp.tool, RecordKind.COMPENSATION,
-                          RecordStatus.PENDING, rec.agent_id, rec.scope,
+            self._set_status_of(rec, _COMPENSATING, now)
+            crec = Record(self.run_id, next(self._seq), comp.tool, _COMPENSATION,
+                          _PENDING, rec.agent_id, rec.scope,
                           store_value(cargs, engine.max_value_chars), None, None, 0, key, [],
                           rec.seq, None, True, False, None, now, now)
             self._append(crec)
@@ -709,15 +777,15 @@ class Run:
         with self._lock:
             if ok:
                 now = engine.clock.now()
-                self._set_status_of(crec, RecordStatus.COMPLETED, now, attempts=crec.attempts,
+                self._set_status_of(crec, _COMPLETED, now, attempts=crec.attempts,
                                     result=store_value(value, engine.max_value_chars))
-                self._set_status_of(rec, RecordStatus.COMPENSATED, now)
+                self._set_status_of(rec, _COMPENSATED, now)
                 return "compensated", comp.tool, None
             assert err is not None
             msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
-            self._update(crec, status=RecordStatus.FAILED, error=_error_text(err),
+            self._update(crec, status=_FAILED, error=_error_text(err),
                          attempts=crec.attempts, result=store_value(value, engine.max_value_chars))
-            self._update(rec, status=RecordStatus.COMPENSATION_FAILED, error=msg)
+            self._update(rec, status=_COMPENSATION_FAILED, error=msg)
             return "failed", comp.tool, msg
 
     # -- public entry points -----------------------------------------------------------------
@@ -728,19 +796,25 @@ class Run:
         ``invoke(tool_name, args)`` performs a call of the named tool (the requested one or an
         alternative) through the framework and returns its raw result or raises.
         """
-        self._start()
+        if not self._started:
+            self._start()
         engine = self.engine
-        args = dict(args)
-        scope = self.current_scope()
+        cur = _CURRENT_SCOPE.get()
+        scope = cur[1] if cur is not None and cur[0] is self else "0"
         # Fast path: the first attempt runs inline; anything but a clean success continues in
         # the shared flow (retries, alternatives, rollback) from where it stands.
-        rec, refused = self._begin(name, args, agent_id, scope, depends_on, None)
+        rec, refused, own_args = self._begin(name, args, agent_id, scope, depends_on, None)
         if refused:
             return CallOutcome(False, name, rec.seq, refused=True, message=rec.error,
                                error=NoCompensationError(rec.error or ""))
         rec.attempts = 1
+        if type(args) is not dict:
+            args = dict(args)
+        t = self._tools.get(name) or engine.tools.get(name)
+        call_args = self._call_args(name, args, rec) if t is not None and t.params \
+            and "idempotency_key" in t.params else args
         try:
-            first: tuple[bool, Any] = (True, invoke(name, self._call_args(name, args, rec)))
+            first: tuple[bool, Any] = (True, invoke(name, call_args))
         except engine.passthrough as e:
             self._interrupted(rec, e)
             raise
@@ -755,10 +829,11 @@ class Run:
             if engine._normalizes:
                 norm = engine.hook.rac_normalize_result(tool=name, result=raw)
                 value = raw if norm is None else norm
-            if engine.detect_result_error(name, value) is None and \
-                    not self._succeeded(rec, args, value):
-                return CallOutcome(True, name, rec.seq, result=raw, value=value)
-            if rec.status is RecordStatus.COMPLETED:  # doomed while running: undo it
+            err = default_detect_result_error(value) if engine._detect_direct \
+                else engine.detect_result_error(name, value)
+            if err is None and not self._succeeded(rec, own_args, value):
+                return CallOutcome(True, name, rec.seq, raw, value)
+            if rec.status is _COMPLETED:  # doomed while running: undo it
                 return drive_sync(self._undo_doomed(rec, raw, value), engine.clock,
                                   engine.passthrough)
         return drive_sync(self._call_flow(name, args, agent_id, depends_on, invoke, None,
@@ -833,9 +908,10 @@ class Run:
         run = cls(engine, run_id=info.run_id, agent_id=info.agent_id)
         run.status = info.status
         run._started = True
+        run._shared = False  # its records are copies read from the log
         for rec in records:
             run._records[rec.seq] = rec
-            if (rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPLETED
+            if (rec.kind is _ACTION and rec.status is _COMPLETED
                     and not rec.read_only):
                 run._deps.add_result(rec.seq, rec.result, rec.args)
         run._seq = itertools.count(max(run._records, default=0) + 1)

@@ -67,17 +67,8 @@ def is_secret_key(key: str) -> bool:
     return key.lower() in _SECRET_WHOLE_KEYS or bool(SECRET_KEY_PATTERN.search(key))
 
 
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _plain_flat(value: dict[Any, Any]) -> bool:
-    """True for a flat dict of scalars under plain (non-secret) string keys, whose strings are
-    too short to hold a card number: such a dict needs no redaction."""
-    for k, v in value.items():
-        if type(k) is not str or type(v) not in _SCALARS or is_secret_key(k) or (
-                type(v) is str and len(v) >= 13):
-            return False
-    return True
+#: key -> True if it is a plain string key (not secret); bounded, read on every call.
+_PLAIN_KEYS: dict[Any, bool] = {}
 
 
 def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
@@ -91,8 +82,10 @@ def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
         return _redact_text(value) if redact else value
     if _depth > 32:
         return {"__type__": type(value).__name__, "repr": "<nested too deep>"}
-    if type(value) is dict and _plain_flat(value):
-        return dict(value)  # most tool arguments and results
+    if type(value) is dict:
+        copied = plain_copy(value)  # most tool arguments and results
+        if copied is not None:
+            return copied
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -184,9 +177,36 @@ def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
             "size": len(text), "prefix": text[: max(max_chars // 4, 256)]}
 
 
+def plain_copy(value: Any) -> dict[str, Any] | None:
+    """A copy of ``value`` if it is a small flat dict of scalars under plain string keys, whose
+    strings are too short to hold a card number (most tool arguments and results): such a dict
+    needs no redaction and no cap, so the copy is what the log stores. None otherwise."""
+    if type(value) is not dict or len(value) > 64:
+        return None
+    plain = _PLAIN_KEYS
+    for k, v in value.items():
+        if type(k) is not str:
+            return None
+        ok = plain.get(k)
+        if ok is None:
+            ok = not is_secret_key(k)
+            if len(plain) < 4096:
+                plain[k] = ok
+        if not ok:
+            return None
+        tv = type(v)
+        if tv is str:
+            if len(v) >= 13:
+                return None
+        elif tv is not int and tv is not float and tv is not bool and v is not None:
+            return None
+    return dict(value)
+
+
 def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     """Everything a value goes through before it is written to the log or an event: a
     JSON-safe, redacted copy, capped at ``max_chars``."""
-    if type(value) is dict and len(value) <= 64 and _plain_flat(value):
-        return dict(value)  # small, flat and plain: nothing to redact, nothing to cap
+    copied = plain_copy(value)
+    if copied is not None:
+        return copied
     return cap(to_jsonable(value), max_chars)

@@ -72,6 +72,31 @@ def result_ids(result: Any, *, limit: int = 64) -> list[Any]:
     return out
 
 
+#: key -> True if the key names an id (``booking_id``, ``ref``); bounded.
+_ID_KEYS: dict[str, bool] = {}
+
+
+def first_result_id(result: Any) -> Any:
+    """A short handle for a result in a report: the value of its first id-named field
+    (``booking_id``, ``ref``) that is a short word or a number of 4+ digits, else the first
+    id-like value anywhere in it; None if none."""
+    if type(result) is dict:
+        keys = _ID_KEYS
+        for k, v in result.items():
+            named = keys.get(k)
+            if named is None:
+                if type(k) is not str:
+                    continue
+                named = bool(_ID_KEY.search(k))
+                if len(keys) < 4096:
+                    keys[k] = named
+            if named and ((type(v) is str and 0 < len(v) <= 128 and " " not in v)
+                          or (type(v) is int and v >= 1000)):
+                return v
+    ids = result_ids(result, limit=1)
+    return ids[0] if ids else None
+
+
 def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
     """Every scalar in a call's arguments, nested ones included."""
     stack: list[Any] = list(args.values())

@@ -17,7 +17,12 @@ from rac import hookspecs
 from rac.classify import default_detect_result_error
 from rac.clock import Clock, SystemClock
 from rac.errors import ConfigurationError
-from rac.plugins import DEFAULT_PLUGINS, RegistryCompensations, StructuredResultErrors
+from rac.plugins import (
+    DEFAULT_PLUGINS,
+    DefaultArgumentMapper,
+    RegistryCompensations,
+    StructuredResultErrors,
+)
 from rac.registry import CompensationRegistry, CompensationSpec
 from rac.report import RecoveryReport, render_report
 from rac.retry import RetryPolicy
@@ -128,6 +133,7 @@ class RAC:
         # the default detection directly, without a plugin call.
         self._pairs_direct = False
         self._detect_direct = False
+        self._map_direct = False
         self._map_fast: Callable[..., Any] | None = None
         self._auto_approve = False
         self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._refresh_hook_flags)
@@ -175,6 +181,8 @@ class RAC:
                                         RegistryCompensations.rac_resolve_compensation)
         self._detect_direct = _is_method(self._detect_fast,
                                          StructuredResultErrors.rac_detect_result_error)
+        self._map_direct = _is_method(self._map_fast,
+                                      DefaultArgumentMapper.rac_map_compensation_args)
 
     @staticmethod
     def _sole_default(caller: Any, name: str) -> Callable[..., Any] | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rac.dependencies import is_id_like
 from rac.errors import CompensationMappingError
-from rac.registry import Compensation, parse_path
+from rac.registry import Compensation, _parse_path, parse_path
 from rac.serialize import as_fields
 
 _MISSING = object()
@@ -26,10 +26,15 @@ def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
                  param: str) -> Any:
     """The value at ``path`` (``result.x.y`` / ``args.x``); raises CompensationMappingError if a
     field on the way is missing."""
-    root, parts = parse_path(path, tool=tool, param=param)
-    value: Any = as_fields(result) if root == "result" else args
-    walked = root
-    for part in parts:
+    root, parts = _parse_path(path, tool, param) if type(path) is str \
+        else parse_path(path, tool=tool, param=param)
+    value: Any = result if root == "result" else args
+    if not parts:
+        return as_fields(value) if root == "result" else value
+    for i, part in enumerate(parts):
+        if type(value) is dict and part in value:  # the common case, without as_fields
+            value = value[part]
+            continue
         value = as_fields(value)
         if isinstance(value, Mapping) and part in value:
             value = value[part]
@@ -38,11 +43,34 @@ def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
         elif not isinstance(value, Mapping | list | tuple) and hasattr(value, part):
             value = getattr(value, part)
         else:
+            walked = ".".join((root, *parts[:i]))
             raise CompensationMappingError(
                 f"cannot map argument {param!r} of the compensation of {tool!r}: "
                 f"{walked!r} has no field {part!r}")
-        walked = f"{walked}.{part}"
     return value
+
+
+_PATHS: dict[int, tuple[Mapping[str, Any], list[tuple[str, Any, bool, str | None]]]] = {}
+
+
+def _one_field_paths(spec: Mapping[str, Any], tool: str
+                     ) -> list[tuple[str, Any, bool, str | None]]:
+    """``(param, path, from_result, field)`` for each declared path, where ``field`` is the one
+    field a ``"result.x"``/``"args.x"`` path names (None for longer or other paths); parsed once
+    per declaration (cached by identity: declarations are not changed once registered)."""
+    hit = _PATHS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    out: list[tuple[str, Any, bool, str | None]] = []
+    for param, path in spec.items():
+        if type(path) is str:
+            root, parts = _parse_path(path, tool, param)
+            out.append((param, path, root == "result", parts[0] if len(parts) == 1 else None))
+        else:
+            out.append((param, path, False, None))
+    if len(_PATHS) < 4096:
+        _PATHS[id(spec)] = (spec, out)
+    return out
 
 
 def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, Any],
@@ -54,9 +82,27 @@ def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, A
     :class:`CompensationMappingError` with a message such as
     ``"cannot map argument 'booking_ref' of cancel_hotel"``.
     """
+    return map_positional(compensation, tool, args, result, params, required, idempotency_key)
+
+
+def map_positional(compensation: Compensation, tool: str, args: Mapping[str, Any], result: Any,
+                   params: list[str] | None, required: list[str],
+                   idempotency_key: str | None) -> dict[str, Any]:
+    """:func:`map_arguments` with positional parameters (a rollback calls it once per record)."""
     comp_tool = compensation.tool
     spec = compensation.args
-    if callable(spec) and not isinstance(spec, Mapping):
+    if type(spec) is dict:
+        mapped = {}
+        hit = _PATHS.get(id(spec))
+        paths = hit[1] if hit is not None and hit[0] is spec else _one_field_paths(spec, comp_tool)
+        for param, path, from_result, field in paths:
+            # a one-field path into a dict is looked up here; anything else is walked
+            source = result if from_result else args
+            if field is not None and type(source) is dict and field in source:
+                mapped[param] = source[field]
+            else:
+                mapped[param] = resolve_path(path, args, result, tool=comp_tool, param=param)
+    elif callable(spec) and not isinstance(spec, Mapping):
         try:
             out = spec(dict(args), result)
         except Exception as e:
@@ -77,11 +123,11 @@ def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, A
             and IDEMPOTENCY_PARAM not in mapped):
         mapped[IDEMPOTENCY_PARAM] = idempotency_key
     if params is not None:
-        missing = [p for p in required if p not in mapped]
-        if missing:
-            raise CompensationMappingError(
-                f"cannot map argument {missing[0]!r} of {comp_tool}: declare it, e.g. "
-                f"Compensation(tool={comp_tool!r}, args={{{missing[0]!r}: 'result.<field>'}})")
+        for p in required:
+            if p not in mapped:
+                raise CompensationMappingError(
+                    f"cannot map argument {p!r} of {comp_tool}: declare it, e.g. "
+                    f"Compensation(tool={comp_tool!r}, args={{{p!r}: 'result.<field>'}})")
     return mapped
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field
 
 from rac.models import RunStatus
 
 
-class AttemptedAlternative(BaseModel):
+@dataclass(slots=True)
+class AttemptedAlternative:
     """An alternative tool RAC tried in place of the failed one."""
 
     tool: str
@@ -15,8 +18,12 @@ class AttemptedAlternative(BaseModel):
     attempts: int = 0
 
 
-class UndoneAction(BaseModel):
-    """An action a rollback dealt with: compensated, failed to compensate, or could not touch."""
+@dataclass(slots=True)
+class UndoneAction:
+    """An action a rollback dealt with: compensated, failed to compensate, or could not touch.
+
+    A plain dataclass (a rollback makes one per record; pydantic validates and serialises it as
+    part of :class:`RecoveryReport`)."""
 
     seq: int
     tool: str

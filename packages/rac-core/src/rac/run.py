@@ -21,10 +21,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rac.classify import Classification, ErrorKind, default_detect_result_error
-from rac.dependencies import DependencyIndex, result_ids
+from rac.dependencies import DependencyIndex, first_result_id
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
 from rac.events import run_logger
+from rac.mapping import map_positional
 from rac.models import (
     LEGAL_TRANSITIONS,
     Record,
@@ -34,6 +35,7 @@ from rac.models import (
     RunStatus,
 )
 from rac.ordering import dependents_of, rollback_order
+from rac.registry import Compensation
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.retry import RetryPolicy
 from rac.serialize import _redact_text, plain_copy, store_value
@@ -84,13 +86,13 @@ def idempotency_key(run_id: str, seq: int, kind: str) -> str:
 
 
 def _in_scope(record_scope: str, scope: str) -> bool:
-    return record_scope == scope or record_scope.startswith(scope + ".")
+    return scope == "0" or record_scope == scope or record_scope.startswith(scope + ".")
 
 
 def _ref(rec: Record) -> str | None:
     """A short handle for an action in a report: the first id its result holds."""
-    ids = result_ids(rec.result)
-    return str(ids[0]) if ids else None
+    found = first_result_id(rec.result)
+    return found if type(found) is str or found is None else str(found)
 
 
 def _error_text(err: BaseException) -> str:
@@ -126,6 +128,20 @@ class _Failure:
     def __init__(self, tool: str, seq: int, error: BaseException, kind: ErrorKind,
                  attempts: int) -> None:
         self.tool, self.seq, self.error, self.kind, self.attempts = tool, seq, error, kind, attempts
+
+
+class _Prepared:
+    """A compensation whose intent record is written: what to call, with what."""
+
+    __slots__ = ("rec", "comp", "tool", "args", "crec")
+
+    def __init__(self, rec: Record, comp: Compensation, tool: Tool, args: dict[str, Any],
+                 crec: Record) -> None:
+        self.rec, self.comp, self.tool, self.args, self.crec = rec, comp, tool, args, crec
+
+    def invoke(self) -> Invoke:
+        """The effect that calls the compensator (shielded: a rollback never stops midway)."""
+        return Invoke(self.tool.call or self.tool.invoke, self.tool.ainvoke, self.args, True)
 
 
 class Run:
@@ -358,7 +374,8 @@ class Run:
         rec.updated_at = now
         for k, v in more.items():
             setattr(rec, k, v)
-        self._emit_record(rec, previous)
+        if self._info or status in _BAD or self.engine._notify_records:
+            self._emit_record(rec, previous)
 
     def _emit_record(self, rec: Record, previous: RecordStatus | None) -> None:
         status = rec.status
@@ -391,7 +408,8 @@ class Run:
             raw_args = dict(args)
         else:
             stored_args = raw_args
-        with self._lock:
+        self._lock.acquire()  # not `with`: measurably cheaper on this path
+        try:
             if self._active_rollbacks or self._doomed or self.status is not _R_RUNNING:
                 self._begin_unusual(scope)
             seq = next(self._seq)
@@ -412,9 +430,12 @@ class Run:
                                   else engine.resolve_compensation(rec) is None):
                 refused = self._uncompensable(rec)
             self._append(rec)
-            self._raw[seq] = (raw_args, None)
+            if raw_args is not stored_args:  # else the log's copy is RAC's (see _compensate)
+                self._raw[seq] = (raw_args, None)
             if not refused:
                 self._in_flight.add(seq)
+        finally:
+            self._lock.release()
         return rec, refused, raw_args
 
     def _begin_unusual(self, scope: str) -> None:
@@ -521,7 +542,7 @@ class Run:
             first_attempt: tuple[bool, Any] | None = None
             if resume is not None:
                 (rec, first_attempt), refused, resume = resume, False, None
-                own_args = self._raw[rec.seq][0]
+                own_args = self._raw[rec.seq][0] if rec.seq in self._raw else rec.args
             else:
                 rec, refused, own_args = self._begin(tool, args, agent_id, scope, depends_on,
                                                      first_seq)
@@ -557,15 +578,22 @@ class Run:
                                                   attempts=rec.attempts))
         assert first is not None
         report = yield from self._rollback_flow(scope, reason=f"{first.tool} failed",
-                                                failure=first, alternatives=tried)
+                                                failure=first, alternatives=tried,
+                                                sync=acall is None)
         return CallOutcome(False, first.tool, first.seq, error=first.error, report=report,
                            message=engine.render(report))
 
     def _succeeded(self, rec: Record, args: dict[str, Any], value: Any) -> bool:
         """Record a success; True if the scope was rolled back while the call ran (doomed)."""
         engine = self.engine
-        result = store_value(value, engine.max_value_chars)
-        with self._lock:
+        result = plain_copy(value)
+        if result is None:  # the log holds a redacted copy: RAC keeps the value itself
+            result = store_value(value, engine.max_value_chars)
+            keep = True
+        else:
+            keep = args is not rec.args
+        self._lock.acquire()  # not `with`: measurably cheaper on this path
+        try:
             self._in_flight.discard(rec.seq)
             if rec.status is not _PENDING:
                 raise RuntimeError(f"illegal status change of {self.run_id}#{rec.seq} "
@@ -578,13 +606,16 @@ class Run:
             rec.status, rec.result, rec.updated_at = _COMPLETED, result, now
             if self._info or engine._notify_records:
                 self._emit_record(rec, _PENDING)
-            self._raw[rec.seq] = (args, value)
+            if keep:
+                self._raw[rec.seq] = (args, value)
             if not rec.read_only:
                 self._deps.add_result(rec.seq, value, args)
             if rec.seq in self._doomed:
                 self._claimed.add(rec.seq)  # its undo is ours: no rollback may take it
                 return True
             return False
+        finally:
+            self._lock.release()
 
     def _complete(self, rec: Record, args: dict[str, Any], raw: Any,
                   value: Any) -> Flow[CallOutcome]:
@@ -623,8 +654,10 @@ class Run:
 
     # -- rollback --------------------------------------------------------------------------------
     def _rollback_flow(self, scope: str, *, reason: str, failure: _Failure | None = None,
-                       alternatives: list[AttemptedAlternative] | None = None
-                       ) -> Flow[RecoveryReport]:
+                       alternatives: list[AttemptedAlternative] | None = None,
+                       sync: bool = False) -> Flow[RecoveryReport]:
+        """Roll back ``scope``; ``sync`` when driven by :func:`drive_sync` (see
+        :meth:`_compensate_flow`)."""
         engine = self.engine
         with self._lock:
             self._set_status(_R_COMPENSATING)
@@ -642,14 +675,15 @@ class Run:
                 self._doomed.setdefault(r.seq, scope)
         try:
             report = yield from self._undo_all(scope, candidates, running, reason, failure,
-                                               alternatives)
+                                               alternatives, sync)
         finally:
             with self._lock:
                 self._active_rollbacks.remove(scope)
                 self._claimed.difference_update(r.seq for r in candidates)
         with self._lock:
             report.status = self._status_after_rollback(scope)
-            self._set_status(self._run_status_for(scope))
+            self._set_status(_R_RUNNING if scope != "0" and report.status is _R_COMPENSATED
+                             else report.status)
         self.last_report = report
         self._event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
                     status=str(report.status), compensated=len(report.compensated),
@@ -659,7 +693,8 @@ class Run:
 
     def _undo_all(self, scope: str, candidates: list[Record], running: list[Record],
                   reason: str, failure: _Failure | None,
-                  alternatives: list[AttemptedAlternative] | None) -> Flow[RecoveryReport]:
+                  alternatives: list[AttemptedAlternative] | None, sync: bool
+                  ) -> Flow[RecoveryReport]:
         """Compensate the claimed ``candidates`` in rollback order; the report of it."""
         engine = self.engine
         order = rollback_order(candidates)
@@ -669,7 +704,7 @@ class Run:
             report.failed_tool, report.failed_seq = failure.tool, failure.seq
             report.error, report.error_kind = _error_text(failure.error), str(failure.kind)
             report.attempts = failure.attempts
-        report.in_flight = [UndoneAction(seq=r.seq, tool=r.tool, ref=_ref(r)) for r in running]
+        report.in_flight = [UndoneAction(r.seq, r.tool, ref=_ref(r)) for r in running]
         self._event("rac.rollback", scope=scope, status="started", seqs=[r.seq for r in order],
                     reason=reason)
         engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
@@ -684,16 +719,14 @@ class Run:
                 live.add(rec.seq)
                 b = self._records[blockers[0]]
                 report.blocked.append(UndoneAction(
-                    seq=rec.seq, tool=rec.tool, ref=_ref(rec),
+                    rec.seq, rec.tool, ref=_ref(rec),
                     error=f"{b.tool} (#{b.seq}) depends on it and is still live"))
                 continue
             if not rec.compensable:
-                report.not_undoable.append(UndoneAction(seq=rec.seq, tool=rec.tool,
-                                                        ref=_ref(rec)))
+                report.not_undoable.append(UndoneAction(rec.seq, rec.tool, ref=_ref(rec)))
                 continue
-            outcome, compensator, error = yield from self._compensate_flow(rec)
-            action = UndoneAction(seq=rec.seq, tool=rec.tool, ref=_ref(rec),
-                                  compensator=compensator, error=error)
+            outcome, compensator, error = yield from self._compensate_flow(rec, sync=sync)
+            action = UndoneAction(rec.seq, rec.tool, compensator, error, _ref(rec))
             if outcome == "compensated":
                 report.compensated.append(action)
                 compensated.append(rec.seq)
@@ -712,42 +745,90 @@ class Run:
     def _status_after_rollback(self, scope: str) -> RunStatus:
         """COMPENSATING while a doomed call of ``scope`` still runs; NEEDS_ATTENTION while any
         side effect of ``scope`` is left live or in doubt; else COMPENSATED."""
+        whole = scope == "0"
+        doomed, claimed, in_flight = self._doomed, self._claimed, self._in_flight
+        attention = False
         for r in self._records.values():
-            if r.kind is not _ACTION or r.read_only or not _in_scope(r.scope, scope):
+            if r.kind is not _ACTION or r.read_only or not (whole or _in_scope(r.scope, scope)):
                 continue
-            if r.seq in self._doomed or r.seq in self._claimed:
+            seq = r.seq
+            if seq in doomed or seq in claimed:
                 return _R_COMPENSATING
-        for r in self._records.values():
-            if r.kind is not _ACTION or r.read_only or not _in_scope(r.scope, scope):
-                continue
-            if r.status in (_COMPLETED, _COMPENSATION_FAILED,
-                            _COMPENSATING) or (
-                    r.status is _PENDING and r.seq not in self._in_flight):
-                return _R_NEEDS_ATTENTION
-        return _R_COMPENSATED
+            if not attention:
+                st = r.status
+                attention = (st is _COMPLETED or st is _COMPENSATION_FAILED
+                             or st is _COMPENSATING or (st is _PENDING and seq not in in_flight))
+        return _R_NEEDS_ATTENTION if attention else _R_COMPENSATED
 
-    def _compensate_flow(self, rec: Record) -> Flow[tuple[str, str | None, str | None]]:
-        """Undo one action. Returns (outcome, compensator, error) where outcome is
-        'compensated', 'failed', 'held' or 'none' (no compensator)."""
+    def _compensation_args(self, rec: Record, comp: Compensation, tool: Tool | None,
+                           key: str) -> dict[str, Any] | None:
+        """The compensating call's arguments (None if a plugin maps none); raises when they
+        cannot be mapped."""
+        if tool is None:
+            raise CompensationMappingError(
+                f"compensating tool {comp.tool!r} is not available to this run: register it "
+                f"with rac.RAC(tools=[...]) or give it to the agent")
+        raw = self._raw.get(rec.seq)
+        args, result = (rec.args, rec.result) if raw is None else raw
         engine = self.engine
-        comp = engine.resolve_compensation(rec)
+        if engine._map_direct:
+            return map_positional(comp, rec.tool, args, result, tool.params, tool.required, key)
+        return engine.map_compensation_args(
+            engine=engine, record=rec, compensation=comp, tool=tool, args=args, result=result,
+            idempotency_key=key)
+
+    def _compensate_flow(self, rec: Record, *, sync: bool = False
+                         ) -> Flow[tuple[str, str | None, str | None]]:
+        """Undo one action. Returns (outcome, compensator, error) where outcome is
+        'compensated', 'failed', 'held' or 'none' (no compensator).
+
+        With ``sync`` (the flow is driven on this thread by :func:`drive_sync`) the first
+        attempt of a compensator that has a blocking form is made inline, which is exactly what
+        the driver would do with the :class:`Invoke` effect, minus the round trip."""
+        prep = self._prepare_compensation(rec)
+        if type(prep) is tuple:
+            return prep
+        assert isinstance(prep, _Prepared)
+        call = prep.tool.call
+        if sync and call is not None:
+            try:
+                first: tuple[bool, Any] = (True, call(prep.args))
+            except self.engine.passthrough as e:
+                self._interrupted(prep.crec, e)
+                raise
+            except Exception as e:  # noqa: BLE001 - a failure is data for the flow
+                first = (False, e)
+            except BaseException as e:
+                self._interrupted(prep.crec, e)
+                raise
+        else:
+            try:
+                first = yield prep.invoke()
+            except BaseException as e:
+                self._interrupted(prep.crec, e)
+                raise
+        if first[0]:
+            done = self._compensated(prep, first[1])
+            if done is not None:
+                return done
+        return (yield from self._compensation_retries(prep, first))
+
+    def _prepare_compensation(self, rec: Record) -> _Prepared | tuple[str, str | None, str | None]:
+        """Resolve, map and approve the compensation of ``rec`` and write its intent record;
+        the final outcome instead when there is nothing to call (see :meth:`_compensate_flow`)."""
+        engine = self.engine
+        comp = engine.registry.pairs.get(rec.tool) if engine._pairs_direct \
+            else engine.resolve_compensation(rec)
         if comp is None:
             return "none", None, None
-        tool = self.tool(comp.tool)
-        key = idempotency_key(self.run_id, rec.seq, "compensate")
-        args, result = self._raw.get(rec.seq, (rec.args, rec.result))
+        tool = self._tools.get(comp.tool) or engine.tools.get(comp.tool)
+        key = f"{self._key_prefix}c{rec.seq:08x}"  # == idempotency_key(run, seq, "compensate")
         try:
-            if tool is None:
-                raise CompensationMappingError(
-                    f"compensating tool {comp.tool!r} is not available to this run: register it "
-                    f"with rac.RAC(tools=[...]) or give it to the agent")
-            cargs = engine.map_compensation_args(
-                engine=engine, record=rec, compensation=comp, tool=tool, args=args,
-                result=result, idempotency_key=key)
+            cargs = self._compensation_args(rec, comp, tool, key)
             if cargs is None:
                 raise CompensationMappingError(f"no plugin mapped the arguments of {comp.tool}")
-            approved = engine.approve_compensation(engine=engine, record=rec, compensation=comp,
-                                                   args=cargs)
+            approved = engine._auto_approve or engine.approve_compensation(
+                engine=engine, record=rec, compensation=comp, args=cargs)
         except Exception as e:  # noqa: BLE001 - recorded as a dead letter, the rollback goes on
             msg = str(e) if isinstance(e, CompensationMappingError) else (
                 f"preparing {comp.tool} failed: {type(e).__name__}: {_error_text(e)}")
@@ -762,31 +843,83 @@ class Run:
             self._event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
                         status="held")
             return "held", comp.tool, "held for approval"
+        assert tool is not None
+        stored = plain_copy(cargs)
+        if stored is None:
+            stored = store_value(cargs, engine.max_value_chars)
         now = engine.clock.now()
-        with self._lock:
-            self._set_status_of(rec, _COMPENSATING, now)
+        self._lock.acquire()  # not `with`: measurably cheaper on this path
+        try:
+            if self._shared and rec.status is _COMPLETED \
+                    and not (self._info or engine._notify_records):
+                rec.status, rec.updated_at = _COMPENSATING, now  # _set_status_of, spelled out
+            else:
+                self._set_status_of(rec, _COMPENSATING, now)
             crec = Record(self.run_id, next(self._seq), comp.tool, _COMPENSATION,
-                          _PENDING, rec.agent_id, rec.scope,
-                          store_value(cargs, engine.max_value_chars), None, None, 0, key, [],
+                          _PENDING, rec.agent_id, rec.scope, stored, None, None, 0, key, [],
                           rec.seq, None, True, False, None, now, now)
             self._append(crec)
-        invoke = Invoke(tool.invoke, tool.ainvoke, cargs, shielded=True)
-        policy = comp.retry or engine.compensation_retry
-        ok, _raw, value, err, _cls = yield from self._attempts(comp.tool, crec, invoke, policy,
-                                                               shielded=True)
-        with self._lock:
-            if ok:
-                now = engine.clock.now()
+        finally:
+            self._lock.release()
+        crec.attempts = 1
+        return _Prepared(rec, comp, tool, cargs, crec)
+
+    def _compensated(self, prep: _Prepared, value: Any) -> tuple[str, str | None, None] | None:
+        """Record a first attempt that returned ``value``; None if the value is an error."""
+        engine = self.engine
+        comp_tool = prep.comp.tool
+        if engine._normalizes:
+            norm = engine.hook.rac_normalize_result(tool=comp_tool, result=value)
+            value = value if norm is None else norm
+        if (default_detect_result_error(value) if engine._detect_direct
+                else engine.detect_result_error(comp_tool, value)) is not None:
+            return None
+        self._compensation_done(prep, value)
+        return "compensated", comp_tool, None
+
+    def _compensation_done(self, prep: _Prepared, value: Any) -> None:
+        """Write the outcome of a compensation that worked: it completed, its action is
+        compensated."""
+        engine = self.engine
+        result = plain_copy(value)
+        if result is None:
+            result = store_value(value, engine.max_value_chars)
+        crec, rec = prep.crec, prep.rec
+        self._lock.acquire()  # not `with`: measurably cheaper on this path
+        try:
+            now = engine.clock.now()
+            if self._shared and not (self._info or engine._notify_records) \
+                    and crec.status is _PENDING and rec.status is _COMPENSATING:
+                # _set_status_of twice, spelled out for the in-memory log (the transitions
+                # are the legal pending->completed and compensating->compensated)
+                crec.status, crec.result, crec.updated_at = _COMPLETED, result, now
+                rec.status, rec.updated_at = _COMPENSATED, now
+            else:
                 self._set_status_of(crec, _COMPLETED, now, attempts=crec.attempts,
-                                    result=store_value(value, engine.max_value_chars))
+                                    result=result)
                 self._set_status_of(rec, _COMPENSATED, now)
-                return "compensated", comp.tool, None
-            assert err is not None
-            msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
-            self._update(crec, status=_FAILED, error=_error_text(err),
-                         attempts=crec.attempts, result=store_value(value, engine.max_value_chars))
+        finally:
+            self._lock.release()
+
+    def _compensation_retries(self, prep: _Prepared, first: tuple[bool, Any]
+                              ) -> Flow[tuple[str, str | None, str | None]]:
+        """Go on from a first attempt that failed: retries under the compensation's policy,
+        then the outcome (a dead letter when they are exhausted)."""
+        engine = self.engine
+        comp, crec, rec = prep.comp, prep.crec, prep.rec
+        policy = comp.retry or engine.compensation_retry
+        ok, _raw, value, err, _cls = yield from self._attempts(
+            comp.tool, crec, prep.invoke(), policy, shielded=True, first=first)
+        if ok:
+            self._compensation_done(prep, value)
+            return "compensated", comp.tool, None
+        assert err is not None
+        msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
+        with self._lock:
+            self._update(crec, status=_FAILED, error=_error_text(err), attempts=crec.attempts,
+                         result=store_value(value, engine.max_value_chars))
             self._update(rec, status=_COMPENSATION_FAILED, error=msg)
-            return "failed", comp.tool, msg
+        return "failed", comp.tool, msg
 
     # -- public entry points -----------------------------------------------------------------
     def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
@@ -889,7 +1022,8 @@ class Run:
                  scope: str | None = None) -> RecoveryReport:
         """Compensate every completed side effect of ``scope`` (default: the current one)."""
         self._start()
-        return drive_sync(self._rollback_flow(scope or self.current_scope(), reason=reason),
+        return drive_sync(self._rollback_flow(scope or self.current_scope(), reason=reason,
+                                              sync=True),
                           self.engine.clock, self.engine.passthrough)
 
     async def arollback(self, reason: str = "rolled back on request", *,

@@ -14,7 +14,7 @@ from typing import Any
 from rac.dependencies import is_id_like
 from rac.errors import CompensationMappingError
 from rac.registry import Compensation, _parse_path, parse_path
-from rac.serialize import as_fields
+from rac.serialize import as_fields, is_secret_key
 
 _MISSING = object()
 
@@ -51,6 +51,23 @@ def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
 
 
 _PATHS: dict[int, tuple[Mapping[str, Any], list[tuple[str, Any, bool, str | None]]]] = {}
+_FLAT: dict[int, tuple[Mapping[str, Any], bool]] = {}
+
+
+def copies_fields(spec: Any) -> bool:
+    """True if ``spec`` (a compensation's ``args``) only copies single fields
+    (``"result.x"``/``"args.y"``) into parameters whose names are not secrets: mapped from flat
+    plain dicts, such arguments are flat and plain too (nothing to redact in the log)."""
+    if type(spec) is not dict:
+        return False
+    hit = _FLAT.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    flat = all(field is not None and not is_secret_key(param)
+               for param, _path, _from_result, field in _one_field_paths(spec, ""))
+    if len(_FLAT) < 4096:
+        _FLAT[id(spec)] = (spec, flat)
+    return flat
 
 
 def _one_field_paths(spec: Mapping[str, Any], tool: str

@@ -16,6 +16,8 @@ def rollback_order(records: Sequence[Record]) -> list[Record]:
     the newest (highest seq) goes first. Linear in the number of records and edges (plus a heap).
     A dependency cycle (only possible through bad declarations) is broken newest-first.
     """
+    if not any(r.depends_on for r in records):
+        return sorted(records, key=_seq, reverse=True)
     by_seq = {r.seq: r for r in records}
     dependents_left: dict[int, int] = dict.fromkeys(by_seq, 0)
     for r in records:
@@ -42,6 +44,10 @@ def rollback_order(records: Sequence[Record]) -> list[Record]:
                 if dependents_left[dep] == 0:
                     heapq.heappush(ready, -dep)
     return out
+
+
+def _seq(r: Record) -> int:
+    return r.seq
 
 
 def dependents_of(records: Sequence[Record]) -> dict[int, list[int]]:

@@ -25,7 +25,7 @@ from rac.dependencies import DependencyIndex, first_result_id
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
 from rac.events import run_logger
-from rac.mapping import map_positional
+from rac.mapping import copies_fields, map_positional
 from rac.models import (
     LEGAL_TRANSITIONS,
     Record,
@@ -142,6 +142,20 @@ class _Prepared:
     def invoke(self) -> Invoke:
         """The effect that calls the compensator (shielded: a rollback never stops midway)."""
         return Invoke(self.tool.call or self.tool.invoke, self.tool.ainvoke, self.args, True)
+
+
+class _Retry:
+    """A compensation begun inline whose first attempt failed (``first``), or that can only be
+    awaited (``first`` is None): the flow takes it from there."""
+
+    __slots__ = ("prep", "first")
+
+    def __init__(self, prep: _Prepared, first: tuple[bool, Any] | None) -> None:
+        self.prep, self.first = prep, first
+
+
+#: Per rollback: tool name -> (compensation, compensating tool, arguments fit for the log).
+_Plans = dict[str, tuple["Compensation | None", "Tool | None", bool]]
 
 
 class Run:
@@ -712,6 +726,7 @@ class Run:
         dependents = dependents_of(order)
         live: set[int] = set()
         compensated: list[int] = []
+        plans: _Plans = {}
         for rec in order:
             blockers = [d for d in dependents.get(rec.seq, ()) if d in live] \
                 if dependents else ()
@@ -725,7 +740,15 @@ class Run:
             if not rec.compensable:
                 report.not_undoable.append(UndoneAction(rec.seq, rec.tool, ref=_ref(rec)))
                 continue
-            outcome, compensator, error = yield from self._compensate_flow(rec, sync=sync)
+            if sync:
+                inline = self._compensate_now(rec, plans)
+                if type(inline) is tuple:
+                    outcome, compensator, error = inline
+                else:
+                    assert isinstance(inline, _Retry)
+                    outcome, compensator, error = yield from self._resume_compensation(inline)
+            else:
+                outcome, compensator, error = yield from self._compensate_flow(rec, plans)
             action = UndoneAction(rec.seq, rec.tool, compensator, error, _ref(rec))
             if outcome == "compensated":
                 report.compensated.append(action)
@@ -760,71 +783,115 @@ class Run:
                              or st is _COMPENSATING or (st is _PENDING and seq not in in_flight))
         return _R_NEEDS_ATTENTION if attention else _R_COMPENSATED
 
-    def _compensation_args(self, rec: Record, comp: Compensation, tool: Tool | None,
-                           key: str) -> dict[str, Any] | None:
-        """The compensating call's arguments (None if a plugin maps none); raises when they
-        cannot be mapped."""
-        if tool is None:
-            raise CompensationMappingError(
-                f"compensating tool {comp.tool!r} is not available to this run: register it "
-                f"with rac.RAC(tools=[...]) or give it to the agent")
-        raw = self._raw.get(rec.seq)
-        args, result = (rec.args, rec.result) if raw is None else raw
-        engine = self.engine
-        if engine._map_direct:
-            return map_positional(comp, rec.tool, args, result, tool.params, tool.required, key)
-        return engine.map_compensation_args(
-            engine=engine, record=rec, compensation=comp, tool=tool, args=args, result=result,
-            idempotency_key=key)
-
-    def _compensate_flow(self, rec: Record, *, sync: bool = False
+    def _compensate_flow(self, rec: Record, plans: _Plans | None = None
                          ) -> Flow[tuple[str, str | None, str | None]]:
         """Undo one action. Returns (outcome, compensator, error) where outcome is
-        'compensated', 'failed', 'held' or 'none' (no compensator).
-
-        With ``sync`` (the flow is driven on this thread by :func:`drive_sync`) the first
-        attempt of a compensator that has a blocking form is made inline, which is exactly what
-        the driver would do with the :class:`Invoke` effect, minus the round trip."""
-        prep = self._prepare_compensation(rec)
+        'compensated', 'failed', 'held' or 'none' (no compensator)."""
+        prep = self._prepare_compensation(rec, plans)
         if type(prep) is tuple:
             return prep
         assert isinstance(prep, _Prepared)
-        call = prep.tool.call
-        if sync and call is not None:
-            try:
-                first: tuple[bool, Any] = (True, call(prep.args))
-            except self.engine.passthrough as e:
-                self._interrupted(prep.crec, e)
-                raise
-            except Exception as e:  # noqa: BLE001 - a failure is data for the flow
-                first = (False, e)
-            except BaseException as e:
-                self._interrupted(prep.crec, e)
-                raise
-        else:
-            try:
-                first = yield prep.invoke()
-            except BaseException as e:
-                self._interrupted(prep.crec, e)
-                raise
+        try:
+            first: tuple[bool, Any] = yield prep.invoke()
+        except BaseException as e:
+            self._interrupted(prep.crec, e)
+            raise
         if first[0]:
             done = self._compensated(prep, first[1])
             if done is not None:
                 return done
         return (yield from self._compensation_retries(prep, first))
 
-    def _prepare_compensation(self, rec: Record) -> _Prepared | tuple[str, str | None, str | None]:
-        """Resolve, map and approve the compensation of ``rec`` and write its intent record;
-        the final outcome instead when there is nothing to call (see :meth:`_compensate_flow`)."""
+    def _compensate_now(self, rec: Record, plans: _Plans
+                        ) -> tuple[str, str | None, str | None] | _Retry:
+        """:meth:`_compensate_flow` for a rollback driven on this thread: the first attempt of
+        a compensator with a blocking form is made right here, which is what the driver would
+        do with the :class:`Invoke` effect, minus the round trip. Returns the outcome, or a
+        :class:`_Retry` for the flow to go on with (the first attempt failed, or the
+        compensator can only be awaited)."""
+        prep = self._prepare_compensation(rec, plans)
+        if type(prep) is tuple:
+            return prep
+        assert isinstance(prep, _Prepared)
+        call = prep.tool.call
+        if call is None:
+            return _Retry(prep, None)
+        try:
+            value = call(prep.args)
+        except self.engine.passthrough as e:
+            self._interrupted(prep.crec, e)
+            raise
+        except Exception as e:  # noqa: BLE001 - a failure is data for the flow
+            return _Retry(prep, (False, e))
+        except BaseException as e:
+            self._interrupted(prep.crec, e)
+            raise
+        done = self._compensated(prep, value)
+        return done if done is not None else _Retry(prep, (True, value))
+
+    def _resume_compensation(self, retry: _Retry) -> Flow[tuple[str, str | None, str | None]]:
+        """Continue a compensation :meth:`_compensate_now` began."""
+        first = retry.first
+        if first is None:  # only awaitable: make the first attempt through the driver
+            try:
+                first = yield retry.prep.invoke()
+            except BaseException as e:
+                self._interrupted(retry.prep.crec, e)
+                raise
+            if first[0]:
+                done = self._compensated(retry.prep, first[1])
+                if done is not None:
+                    return done
+        return (yield from self._compensation_retries(retry.prep, first))
+
+    def _plan(self, rec: Record, plans: _Plans | None
+              ) -> tuple[Compensation | None, Tool | None, bool]:
+        """How ``rec`` is undone: its compensation, the compensating tool, and whether the
+        mapped arguments are fit for the log as they are (see :func:`copies_fields`). Kept in
+        ``plans`` per tool for one rollback while the registry alone resolves compensations."""
         engine = self.engine
+        if plans is not None and engine._pairs_direct:
+            plan = plans.get(rec.tool)
+            if plan is not None:
+                return plan
         comp = engine.registry.pairs.get(rec.tool) if engine._pairs_direct \
             else engine.resolve_compensation(rec)
         if comp is None:
+            plan = (None, None, False)
+        else:
+            plan = (comp, self._tools.get(comp.tool) or engine.tools.get(comp.tool),
+                    engine._map_direct and copies_fields(comp.args))
+        if plans is not None and engine._pairs_direct:
+            plans[rec.tool] = plan
+        return plan
+
+    def _prepare_compensation(self, rec: Record, plans: _Plans | None = None
+                              ) -> _Prepared | tuple[str, str | None, str | None]:
+        """Resolve, map and approve the compensation of ``rec`` and write its intent record;
+        the final outcome instead when there is nothing to call (see :meth:`_compensate_flow`)."""
+        engine = self.engine
+        comp, tool, flat = self._plan(rec, plans)
+        if comp is None:
             return "none", None, None
-        tool = self._tools.get(comp.tool) or engine.tools.get(comp.tool)
         key = f"{self._key_prefix}c{rec.seq:08x}"  # == idempotency_key(run, seq, "compensate")
+        raw = self._raw.get(rec.seq)
         try:
-            cargs = self._compensation_args(rec, comp, tool, key)
+            if tool is None:
+                raise CompensationMappingError(
+                    f"compensating tool {comp.tool!r} is not available to this run: register "
+                    f"it with rac.RAC(tools=[...]) or give it to the agent")
+            if raw is None:  # the log's copies are RAC's (see _begin and _succeeded)
+                args, result = rec.args, rec.result
+            else:
+                args, result = raw
+            cargs: dict[str, Any] | None
+            if engine._map_direct:
+                cargs = map_positional(comp, rec.tool, args, result, tool.params,
+                                       tool.required, key)
+            else:
+                cargs = engine.map_compensation_args(
+                    engine=engine, record=rec, compensation=comp, tool=tool, args=args,
+                    result=result, idempotency_key=key)
             if cargs is None:
                 raise CompensationMappingError(f"no plugin mapped the arguments of {comp.tool}")
             approved = engine._auto_approve or engine.approve_compensation(
@@ -844,9 +911,14 @@ class Run:
                         status="held")
             return "held", comp.tool, "held for approval"
         assert tool is not None
-        stored = plain_copy(cargs)
-        if stored is None:
-            stored = store_value(cargs, engine.max_value_chars)
+        stored: Any
+        if raw is None and flat:
+            # fields copied from the log's flat, plain dicts: already fit for the log
+            stored = dict(cargs)
+        else:
+            stored = plain_copy(cargs)
+            if stored is None:
+                stored = store_value(cargs, engine.max_value_chars)
         now = engine.clock.now()
         self._lock.acquire()  # not `with`: measurably cheaper on this path
         try:
@@ -864,23 +936,20 @@ class Run:
         crec.attempts = 1
         return _Prepared(rec, comp, tool, cargs, crec)
 
-    def _compensated(self, prep: _Prepared, value: Any) -> tuple[str, str | None, None] | None:
-        """Record a first attempt that returned ``value``; None if the value is an error."""
+    def _compensated(self, prep: _Prepared, value: Any, *, check: bool = True
+                     ) -> tuple[str, str | None, None] | None:
+        """Write the outcome of a compensation that returned ``value``: it completed, its
+        action is compensated. With ``check``, first look for an error in the value (None if
+        there is one: nothing is written)."""
         engine = self.engine
         comp_tool = prep.comp.tool
-        if engine._normalizes:
-            norm = engine.hook.rac_normalize_result(tool=comp_tool, result=value)
-            value = value if norm is None else norm
-        if (default_detect_result_error(value) if engine._detect_direct
-                else engine.detect_result_error(comp_tool, value)) is not None:
-            return None
-        self._compensation_done(prep, value)
-        return "compensated", comp_tool, None
-
-    def _compensation_done(self, prep: _Prepared, value: Any) -> None:
-        """Write the outcome of a compensation that worked: it completed, its action is
-        compensated."""
-        engine = self.engine
+        if check:
+            if engine._normalizes:
+                norm = engine.hook.rac_normalize_result(tool=comp_tool, result=value)
+                value = value if norm is None else norm
+            if (default_detect_result_error(value) if engine._detect_direct
+                    else engine.detect_result_error(comp_tool, value)) is not None:
+                return None
         result = plain_copy(value)
         if result is None:
             result = store_value(value, engine.max_value_chars)
@@ -900,6 +969,7 @@ class Run:
                 self._set_status_of(rec, _COMPENSATED, now)
         finally:
             self._lock.release()
+        return "compensated", comp_tool, None
 
     def _compensation_retries(self, prep: _Prepared, first: tuple[bool, Any]
                               ) -> Flow[tuple[str, str | None, str | None]]:
@@ -911,8 +981,9 @@ class Run:
         ok, _raw, value, err, _cls = yield from self._attempts(
             comp.tool, crec, prep.invoke(), policy, shielded=True, first=first)
         if ok:
-            self._compensation_done(prep, value)
-            return "compensated", comp.tool, None
+            done = self._compensated(prep, value, check=False)
+            assert done is not None
+            return done
         assert err is not None
         msg = f"{comp.tool} failed after {crec.attempts} attempt(s): {_error_text(err)}"
         with self._lock:

@@ -1,0 +1,114 @@
+"""The streamlined paths (a call's first attempt, a rollback's inline compensation, the
+in-memory log that holds the run's own records) behave exactly like the general ones."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+import rac
+from rac.testing import TravelWorld, VirtualClock
+
+
+def test_a_compensation_that_fails_once_is_retried_inline_rollback(
+        engine: rac.RAC, world: TravelWorld, clock: VirtualClock) -> None:
+    world.fail("cancel_flight", "transient", times=1, message="flaky")
+    world.fail("book_car", "permanent")
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+        run.call("book_car", driver="a", city="Rome")
+    assert world.live() == []
+    assert world.calls["cancel_flight"] == 2
+    assert clock.sleeps == [1.0]
+    assert [u.tool for u in failed.value.report.compensated] == ["book_flight"]
+    flight, _car, comp = run.records()
+    assert (flight.status, comp.status, comp.attempts) == (
+        rac.RecordStatus.COMPENSATED, rac.RecordStatus.COMPLETED, 2)
+    assert comp.compensates == flight.seq
+    assert run.status is rac.RunStatus.COMPENSATED
+
+
+def test_an_async_only_compensator_in_a_blocking_rollback(make_engine: Any) -> None:
+    cancelled: list[str] = []
+
+    def book(passenger: str) -> dict[str, Any]:
+        return {"booking_id": f"B-{passenger}1"}
+
+    async def cancel(booking_id: str) -> dict[str, Any]:
+        cancelled.append(booking_id)
+        return {"cancelled": booking_id}
+
+    engine = make_engine(tools=[book, cancel], compensations={"book": "cancel"}, read_only=[])
+    with engine.run() as run:
+        run.call("book", passenger="x")
+        report = run.rollback()
+    assert cancelled == ["B-x1"]
+    assert [(u.tool, u.compensator, u.ref) for u in report.compensated] == [
+        ("book", "cancel", "B-x1")]
+    assert run.status is rac.RunStatus.COMPENSATED
+
+
+def test_the_memory_log_is_the_runs_log(engine: rac.RAC, world: TravelWorld) -> None:
+    world.fail("book_car", "permanent")
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed):
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+        run.call("book_hotel", guest="a", city="Rome", nights=1)
+        run.call("book_car", driver="a", city="Rome")
+    logged = engine.store.get_records(run.run_id)
+    assert logged == run.records()
+    assert [(r.tool, r.status) for r in logged] == [
+        ("book_flight", rac.RecordStatus.COMPENSATED),
+        ("book_hotel", rac.RecordStatus.COMPENSATED),
+        ("book_car", rac.RecordStatus.FAILED),
+        ("cancel_hotel", rac.RecordStatus.COMPLETED),
+        ("cancel_flight", rac.RecordStatus.COMPLETED)]
+    logged[0].args["passenger"] = "mallory"  # reads are copies
+    assert engine.store.get_records(run.run_id)[0].args["passenger"] == "a"
+
+
+def test_a_secret_named_compensation_parameter_is_redacted_in_the_log(make_engine: Any) -> None:
+    got: list[str] = []
+
+    def create_key(owner: str) -> dict[str, Any]:
+        return {"key_id": "k-123"}
+
+    def revoke(api_key: str) -> dict[str, Any]:
+        got.append(api_key)
+        return {"revoked": True}
+
+    engine = make_engine(tools=[create_key, revoke], read_only=[], compensations={
+        "create_key": rac.Compensation(tool="revoke", args={"api_key": "result.key_id"})})
+    with engine.run() as run:
+        run.call("create_key", owner="o")
+        run.rollback()
+    assert got == ["k-123"]
+    comp = engine.store.get_records(run.run_id)[-1]
+    assert comp.args == {"api_key": "[REDACTED]"}
+
+
+def test_info_events_follow_the_level_of_the_rac_logger(
+        engine: rac.RAC, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="rac"), engine.run() as quiet:
+        quiet.call("book_flight", passenger="a", origin="X", dest="Y")
+    assert not [r for r in caplog.records if quiet.run_id in r.getMessage()]
+    with caplog.at_level(logging.INFO, logger="rac"), engine.run() as loud:
+        loud.call("book_flight", passenger="a", origin="X", dest="Y")
+    events = [r.getMessage() for r in caplog.records if loud.run_id in r.getMessage()]
+    assert sum("event='rac.record'" in e for e in events) == 2  # pending, then completed
+    assert any("status='completed'" in e for e in events)
+
+
+def test_idempotency_keys_are_stable_per_step_and_differ_across_runs(engine: rac.RAC) -> None:
+    with engine.run() as a:
+        a.call("book_flight", passenger="a", origin="X", dest="Y")
+        a.rollback()
+    with engine.run() as b:
+        b.call("book_flight", passenger="a", origin="X", dest="Y")
+    action, comp = a.records()
+    assert action.idempotency_key == rac.run.idempotency_key(a.run_id, 1, "action")
+    assert comp.idempotency_key == rac.run.idempotency_key(a.run_id, 1, "compensate")
+    assert len({action.idempotency_key, comp.idempotency_key,
+                b.records()[0].idempotency_key}) == 3
+    assert all(len(k) == 24 for k in (action.idempotency_key, comp.idempotency_key))

@@ -40,7 +40,8 @@ class Classification:
 
 _TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError",
                          "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
-_FAILED_STATUSES = {"error", "failed", "failure"}
+_FAILED_STATUSES = {"error", "failed", "failure"}  # all begin with e or f (see below)
+_SIGNAL_KEYS = frozenset({"error", "status", "success", "ok"})
 
 
 def _status_code(err: BaseException) -> int | None:
@@ -104,14 +105,16 @@ def default_classify(error: BaseException) -> Classification:
 def default_detect_result_error(result: Any) -> ResultError | None:
     """A :class:`ResultError` if the result's structure says the call failed, else None."""
     if type(result) is dict:
-        # The common case, decided without building anything: a plain dict whose signal
-        # fields (if any) all say it went well.
+        # The common case, decided without building anything: a plain dict with no signal
+        # field, or whose signal fields all say it went well.
+        if _SIGNAL_KEYS.isdisjoint(result):
+            return None
         err = result.get("error")
         status = result.get("status")
         if (err is None or err is False or err == "") and result.get("success") is not False \
                 and result.get("ok") is not False and (
-                    status is None or (type(status) is str
-                                       and status.lower() not in _FAILED_STATUSES)):
+                    status is None or (type(status) is str and (
+                        status[:1] not in "efEF" or status.lower() not in _FAILED_STATUSES))):
             return None
     if result is None or type(result) in (int, float, bool):
         return None

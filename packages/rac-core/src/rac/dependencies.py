@@ -110,12 +110,9 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
             yield v
 
 
-def _echoes(value: Any, args: Mapping[str, Any]) -> bool:
-    """True if ``value`` is among the call's arguments (nested ones included)."""
-    values = args.values()
-    if value in values:
-        return True
-    for v in values:
+def _echoed_nested(value: Any, args: Mapping[str, Any]) -> bool:
+    """True if ``value`` is among the call's nested arguments (inside a dict or list)."""
+    for v in args.values():
         t = type(v)
         if t is not str and t is not int and t is not float and t is not bool and v is not None:
             return value in set(argument_values(args))  # nested arguments: the rare case
@@ -134,18 +131,23 @@ class DependencyIndex:
         # value -> (seq, key): key is the result field it came from, or None once verified.
         self._producers: dict[Any, tuple[int, str | None]] = {}
 
-    def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None) -> None:
+    def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None, *,
+                   flat_args: bool = False) -> None:
         """Remember the ids a completed call returned (the first producer of a value wins).
 
         Values the call was given in ``args`` and merely echoes back (a customer id, say) are
         not its products: a later call passing them does not depend on this one.
+        ``flat_args`` says the arguments hold no nested dicts or lists (spares a scan).
         """
         producers = self._producers
         if type(result) is dict:
+            given = args.values() if args else ()
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers and not (args and _echoes(v, args)):
+                    if v not in producers and v not in given and not (
+                            given and not flat_args
+                            and _echoed_nested(v, args)):  # type: ignore[arg-type]
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
@@ -178,13 +180,15 @@ class DependencyIndex:
         producers = self._producers
         if not producers:
             return []
-        found: set[int] = set()
-        for v in args.values():  # fast path: flat arguments
+        found: set[int] | None = None
+        for v in args.values():  # fast path: flat arguments, usually matching nothing
             t = type(v)
             if t is str or t is int:
                 if v in producers:
                     seq = self._producer(v)
                     if seq is not None:
+                        if found is None:
+                            found = set()
                         found.add(seq)
             elif t is not float and t is not bool and v is not None:
                 found = set()
@@ -194,4 +198,4 @@ class DependencyIndex:
                         if seq is not None:
                             found.add(seq)
                 break
-        return sorted(found)
+        return sorted(found) if found else []

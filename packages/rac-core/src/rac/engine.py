@@ -127,6 +127,7 @@ class RAC:
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
         self._normalizes = self._notify_records = self._notify_runs = False
+        self._notify_rollbacks = False
         self._resolve_fast: Callable[..., Any] | None = None
         self._detect_fast: Callable[..., Any] | None = None
         # Set while only the default plugin answers: the hot path reads the registry and runs
@@ -167,6 +168,8 @@ class RAC:
             return
         hook = self.plugin_manager.hook
         self._normalizes = bool(hook.rac_normalize_result.get_hookimpls())
+        self._notify_rollbacks = bool(hook.rac_rollback_started.get_hookimpls()
+                                      or hook.rac_rollback_finished.get_hookimpls())
         self._notify_records = bool(hook.rac_record_written.get_hookimpls())
         self._notify_runs = bool(hook.rac_run_status_changed.get_hookimpls())
         self._resolve_fast = self._sole_default(hook.rac_resolve_compensation,

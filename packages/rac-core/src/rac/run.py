@@ -443,7 +443,13 @@ class Run:
             if not read_only and (tool not in engine.registry.pairs if engine._pairs_direct
                                   else engine.resolve_compensation(rec) is None):
                 refused = self._uncompensable(rec)
-            self._append(rec)
+            if self._shared:  # _append, spelled out
+                engine.store.adopt(rec)  # type: ignore[attr-defined]
+            else:
+                engine.store.append(rec)
+            self._records[seq] = rec
+            if self._info or refused or engine._notify_records:
+                self._emit_record(rec, None)
             if raw_args is not stored_args:  # else the log's copy is RAC's (see _compensate)
                 self._raw[seq] = (raw_args, None)
             if not refused:
@@ -622,8 +628,8 @@ class Run:
                 self._emit_record(rec, _PENDING)
             if keep:
                 self._raw[rec.seq] = (args, value)
-            if not rec.read_only:
-                self._deps.add_result(rec.seq, value, args)
+            if not rec.read_only:  # arguments the log copied as they were are flat
+                self._deps.add_result(rec.seq, value, args, flat_args=args is rec.args)
             if rec.seq in self._doomed:
                 self._claimed.add(rec.seq)  # its undo is ours: no rollback may take it
                 return True
@@ -688,41 +694,55 @@ class Run:
             for r in running:
                 self._doomed.setdefault(r.seq, scope)
         try:
-            report = yield from self._undo_all(scope, candidates, running, reason, failure,
+            fields = yield from self._undo_all(scope, candidates, running, reason, failure,
                                                alternatives, sync)
         finally:
             with self._lock:
                 self._active_rollbacks.remove(scope)
                 self._claimed.difference_update(r.seq for r in candidates)
         with self._lock:
-            report.status = self._status_after_rollback(scope)
-            self._set_status(_R_RUNNING if scope != "0" and report.status is _R_COMPENSATED
-                             else report.status)
+            status = self._status_after_rollback(scope)
+            # built once, complete: setting fields of a pydantic model one by one costs more
+            report = RecoveryReport(**fields, status=status)
+            self._set_status(_R_RUNNING if scope != "0" and status is _R_COMPENSATED
+                             else status)
         self.last_report = report
         self._event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
                     status=str(report.status), compensated=len(report.compensated),
                     left_live=len(report.left_live))
-        engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
+        if engine._notify_rollbacks:
+            engine.hook.rac_rollback_finished(run_id=self.run_id, scope=scope, report=report)
         return report
 
     def _undo_all(self, scope: str, candidates: list[Record], running: list[Record],
                   reason: str, failure: _Failure | None,
                   alternatives: list[AttemptedAlternative] | None, sync: bool
-                  ) -> Flow[RecoveryReport]:
-        """Compensate the claimed ``candidates`` in rollback order; the report of it."""
+                  ) -> Flow[dict[str, Any]]:
+        """Compensate the claimed ``candidates`` in rollback order; the fields of the report
+        of it (all but its status)."""
         engine = self.engine
         order = rollback_order(candidates)
-        report = RecoveryReport(run_id=self.run_id, scope=scope, reason=reason,
-                                alternatives=alternatives or [])
+        done: list[UndoneAction] = []
+        failed: list[UndoneAction] = []
+        held: list[UndoneAction] = []
+        not_undoable: list[UndoneAction] = []
+        blocked: list[UndoneAction] = []
+        fields: dict[str, Any] = {
+            "run_id": self.run_id, "scope": scope, "reason": reason,
+            "alternatives": alternatives or [], "compensated": done,
+            "compensation_failed": failed, "held": held, "not_undoable": not_undoable,
+            "blocked": blocked,
+            "in_flight": [UndoneAction(r.seq, r.tool, ref=_ref(r)) for r in running]}
         if failure is not None:
-            report.failed_tool, report.failed_seq = failure.tool, failure.seq
-            report.error, report.error_kind = _error_text(failure.error), str(failure.kind)
-            report.attempts = failure.attempts
-        report.in_flight = [UndoneAction(r.seq, r.tool, ref=_ref(r)) for r in running]
-        self._event("rac.rollback", scope=scope, status="started", seqs=[r.seq for r in order],
-                    reason=reason)
-        engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
-                                         seqs=[r.seq for r in order], reason=reason)
+            fields.update(failed_tool=failure.tool, failed_seq=failure.seq,
+                          error=_error_text(failure.error), error_kind=str(failure.kind),
+                          attempts=failure.attempts)
+        if self._info:
+            self._event("rac.rollback", scope=scope, status="started",
+                        seqs=[r.seq for r in order], reason=reason)
+        if engine._notify_rollbacks:
+            engine.hook.rac_rollback_started(run_id=self.run_id, scope=scope,
+                                             seqs=[r.seq for r in order], reason=reason)
         dependents = dependents_of(order)
         live: set[int] = set()
         compensated: list[int] = []
@@ -733,12 +753,12 @@ class Run:
             if blockers:
                 live.add(rec.seq)
                 b = self._records[blockers[0]]
-                report.blocked.append(UndoneAction(
+                blocked.append(UndoneAction(
                     rec.seq, rec.tool, ref=_ref(rec),
                     error=f"{b.tool} (#{b.seq}) depends on it and is still live"))
                 continue
             if not rec.compensable:
-                report.not_undoable.append(UndoneAction(rec.seq, rec.tool, ref=_ref(rec)))
+                not_undoable.append(UndoneAction(rec.seq, rec.tool, ref=_ref(rec)))
                 continue
             if sync:
                 inline = self._compensate_now(rec, plans)
@@ -751,19 +771,19 @@ class Run:
                 outcome, compensator, error = yield from self._compensate_flow(rec, plans)
             action = UndoneAction(rec.seq, rec.tool, compensator, error, _ref(rec))
             if outcome == "compensated":
-                report.compensated.append(action)
+                done.append(action)
                 compensated.append(rec.seq)
             elif outcome == "held":
                 live.add(rec.seq)
-                report.held.append(action)
+                held.append(action)
             elif outcome == "none":
-                report.not_undoable.append(action)
+                not_undoable.append(action)
             else:
                 live.add(rec.seq)
-                report.compensation_failed.append(action)
+                failed.append(action)
         with self._lock:
             self._deps.forget(compensated)
-        return report
+        return fields
 
     def _status_after_rollback(self, scope: str) -> RunStatus:
         """COMPENSATING while a doomed call of ``scope`` still runs; NEEDS_ATTENTION while any
@@ -1015,8 +1035,7 @@ class Run:
         if type(args) is not dict:
             args = dict(args)
         t = self._tools.get(name) or engine.tools.get(name)
-        call_args = self._call_args(name, args, rec) if t is not None and t.params \
-            and "idempotency_key" in t.params else args
+        call_args = self._call_args(name, args, rec) if t is not None and t.takes_key else args
         try:
             first: tuple[bool, Any] = (True, invoke(name, call_args))
         except engine.passthrough as e:

@@ -69,6 +69,7 @@ def is_secret_key(key: str) -> bool:
 
 #: key -> True if it is a plain string key (not secret); bounded, read on every call.
 _PLAIN_KEYS: dict[Any, bool] = {}
+_SCALAR_TYPES = frozenset({int, float, bool, type(None)})
 
 
 def to_jsonable(value: Any, *, redact: bool = True, _depth: int = 0) -> Any:
@@ -185,20 +186,19 @@ def plain_copy(value: Any) -> dict[str, Any] | None:
         return None
     plain = _PLAIN_KEYS
     for k, v in value.items():
-        if type(k) is not str:
-            return None
-        ok = plain.get(k)
-        if ok is None:
+        if plain.get(k) is not True:  # only plain string keys are cached as True
+            if type(k) is not str:
+                return None
             ok = not is_secret_key(k)
             if len(plain) < 4096:
                 plain[k] = ok
-        if not ok:
-            return None
+            if not ok:
+                return None
         tv = type(v)
         if tv is str:
             if len(v) >= 13:
                 return None
-        elif tv is not int and tv is not float and tv is not bool and v is not None:
+        elif tv not in _SCALAR_TYPES:
             return None
     return dict(value)
 

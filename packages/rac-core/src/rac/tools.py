@@ -37,6 +37,12 @@ class Tool:
         if self.call is None and self.acall is None:
             raise ValueError(f"tool {self.name!r} needs a call or an acall")
 
+    @property
+    def takes_key(self) -> bool:
+        """True if the tool has an ``idempotency_key`` parameter (RAC then passes the step's
+        key, unless the caller did)."""
+        return self.params is not None and "idempotency_key" in self.params
+
     def invoke(self, args: dict[str, Any]) -> Any:
         """Call the tool synchronously."""
         if self.call is not None:

@@ -46,7 +46,8 @@ class MemoryStore:
         with self._lock:
             run = self._runs[run_id]
             for k, v in fields.items():
-                setattr(run, k, RunStatus(v) if k == "status" else v)
+                setattr(run, k, RunStatus(v) if k == "status" and type(v) is not RunStatus
+                        else v)
 
     def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with self._lock:

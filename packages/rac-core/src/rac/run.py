@@ -196,6 +196,8 @@ class Run:
         # A store that holds the run's own record objects (the memory store) needs no update
         # calls: changing a record is writing it.
         self._shared = bool(getattr(engine.store, "shares_records", False))
+        if self._shared:  # the memory store's table of this run is the run's own
+            self._records = engine.store.run_table(self.run_id)  # type: ignore[attr-defined]
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         if tools:
             self.add_tools(tools)
@@ -338,9 +340,7 @@ class Run:
                                                     previous=previous)
 
     def _append(self, rec: Record) -> None:
-        if self._shared:
-            self.engine.store.adopt(rec)  # type: ignore[attr-defined]
-        else:
+        if not self._shared:  # else the table below is the log's
             self.engine.store.append(rec)
         self._records[rec.seq] = rec
         if self._info or rec.status in _BAD or self.engine._notify_records:
@@ -443,9 +443,7 @@ class Run:
             if not read_only and (tool not in engine.registry.pairs if engine._pairs_direct
                                   else engine.resolve_compensation(rec) is None):
                 refused = self._uncompensable(rec)
-            if self._shared:  # _append, spelled out
-                engine.store.adopt(rec)  # type: ignore[attr-defined]
-            else:
+            if not self._shared:  # _append, spelled out (a shared table is the log's)
                 engine.store.append(rec)
             self._records[seq] = rec
             if self._info or refused or engine._notify_records:
@@ -1133,6 +1131,7 @@ class Run:
         run.status = info.status
         run._started = True
         run._shared = False  # its records are copies read from the log
+        run._records = {}
         for rec in records:
             run._records[rec.seq] = rec
             if (rec.kind is _ACTION and rec.status is _COMPLETED

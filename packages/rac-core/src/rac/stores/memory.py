@@ -73,22 +73,18 @@ class MemoryStore:
                 f"record {record.run_id}#{record.seq} already exists ({existing.tool}); "
                 "refusing to overwrite it")
 
-    #: The in-process log may hold the very records a run writes (see :meth:`adopt`).
+    #: The in-process log can be the run's own record table (see :meth:`run_table`).
     shares_records = True
 
-    def adopt(self, record: Record) -> None:
-        """Add ``record`` itself, not a copy: from then on the caller's changes to it are the
-        log's, and it must not call :meth:`update_record` for them. A :class:`rac.Run` uses
-        this with its own records, which only it changes, to keep one copy of its log in
-        memory; anything else should :meth:`append`. Raises ConflictError like ``append``."""
-        recs = self._records.get(record.run_id)
+    def run_table(self, run_id: str) -> dict[int, Record]:
+        """The log's own seq -> record table of a run, for a :class:`rac.Run` to keep its
+        records in: what the run puts there and changes there is the log, with no copy and
+        no :meth:`update_record`. Only the run that owns ``run_id`` may write to it (its seqs
+        come from one counter, so it never overwrites); anything else uses :meth:`append`."""
+        recs = self._records.get(run_id)
         if recs is None:
-            recs = self._records.setdefault(record.run_id, {})
-        existing = recs.setdefault(record.seq, record)
-        if existing is not record:
-            raise ConflictError(
-                f"record {record.run_id}#{record.seq} already exists ({existing.tool}); "
-                "refusing to overwrite it")
+            recs = self._records.setdefault(run_id, {})
+        return recs
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         rec = self._records[run_id][seq]

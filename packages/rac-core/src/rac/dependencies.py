@@ -131,7 +131,7 @@ class DependencyIndex:
         # value -> (seq, key): key is the result field it came from, or None once verified.
         self._producers: dict[Any, tuple[int, str | None]] = {}
 
-    def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None, *,
+    def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None,
                    flat_args: bool = False) -> None:
         """Remember the ids a completed call returned (the first producer of a value wins).
 

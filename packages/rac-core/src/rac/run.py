@@ -178,6 +178,7 @@ class Run:
         self._lock = threading.RLock()
         self._seq = itertools.count(1)
         self._scope_ids = itertools.count(1)
+        self._nested = False  # set once a nested scope is opened (see execute)
         self._records: dict[int, Record] = {}
         self._raw: dict[int, tuple[dict[str, Any], Any]] = {}
         self._in_flight: set[int] = set()
@@ -313,6 +314,7 @@ class Run:
     def scope(self) -> Scope:
         """A nested transaction scope: a failure inside it rolls back only what it did."""
         parent = self.current_scope()
+        self._nested = True
         return Scope(self, f"{parent}.{next(self._scope_ids)}")
 
     def current_scope(self) -> str:
@@ -621,13 +623,15 @@ class Run:
             if not self._shared:
                 engine.store.update_record(self.run_id, rec.seq, status=_COMPLETED,
                                            attempts=rec.attempts, result=result, updated_at=now)
-            rec.status, rec.result, rec.updated_at = _COMPLETED, result, now
+            rec.status = _COMPLETED
+            rec.result = result
+            rec.updated_at = now
             if self._info or engine._notify_records:
                 self._emit_record(rec, _PENDING)
             if keep:
                 self._raw[rec.seq] = (args, value)
             if not rec.read_only:  # arguments the log copied as they were are flat
-                self._deps.add_result(rec.seq, value, args, flat_args=args is rec.args)
+                self._deps.add_result(rec.seq, value, args, args is rec.args)
             if rec.seq in self._doomed:
                 self._claimed.add(rec.seq)  # its undo is ours: no rollback may take it
                 return True
@@ -1021,8 +1025,11 @@ class Run:
         if not self._started:
             self._start()
         engine = self.engine
-        cur = _CURRENT_SCOPE.get()
-        scope = cur[1] if cur is not None and cur[0] is self else "0"
+        if self._nested:
+            cur = _CURRENT_SCOPE.get()
+            scope = cur[1] if cur is not None and cur[0] is self else "0"
+        else:  # no nested scope was ever opened: the run itself is the scope
+            scope = "0"
         # Fast path: the first attempt runs inline; anything but a clean success continues in
         # the shared flow (retries, alternatives, rollback) from where it stands.
         rec, refused, own_args = self._begin(name, args, agent_id, scope, depends_on, None)
@@ -1035,17 +1042,16 @@ class Run:
         t = self._tools.get(name) or engine.tools.get(name)
         call_args = self._call_args(name, args, rec) if t is not None and t.takes_key else args
         try:
-            first: tuple[bool, Any] = (True, invoke(name, call_args))
+            raw = invoke(name, call_args)
         except engine.passthrough as e:
             self._interrupted(rec, e)
             raise
         except Exception as e:  # noqa: BLE001 - a failure is data for the flow
-            first = (False, e)
+            first: tuple[bool, Any] = (False, e)
         except BaseException as e:
             self._interrupted(rec, e)
             raise
-        if first[0]:
-            raw = first[1]
+        else:
             value = raw
             if engine._normalizes:
                 norm = engine.hook.rac_normalize_result(tool=name, result=raw)
@@ -1057,6 +1063,7 @@ class Run:
             if rec.status is _COMPLETED:  # doomed while running: undo it
                 return drive_sync(self._undo_doomed(rec, raw, value), engine.clock,
                                   engine.passthrough)
+            first = (True, raw)
         return drive_sync(self._call_flow(name, args, agent_id, depends_on, invoke, None,
                                           scope=scope, resume=(rec, first)),
                           engine.clock, engine.passthrough)
@@ -1162,6 +1169,7 @@ class Scope:
         self._token: Token[tuple[Run, str] | None] | None = None
 
     def __enter__(self) -> Scope:
+        self.run._nested = True
         self._token = _CURRENT_SCOPE.set((self.run, self.scope_id))
         return self
 

@@ -67,8 +67,8 @@ def is_secret_key(key: str) -> bool:
     return key.lower() in _SECRET_WHOLE_KEYS or bool(SECRET_KEY_PATTERN.search(key))
 
 
-#: key -> True if it is a plain string key (not secret); bounded, read on every call.
-_PLAIN_KEYS: dict[Any, bool] = {}
+#: String keys known not to name a secret; bounded, read on every call.
+_PLAIN_KEY_SET: set[str] = set()
 _SCALAR_TYPES = frozenset({int, float, bool, type(None)})
 
 
@@ -184,16 +184,9 @@ def plain_copy(value: Any) -> dict[str, Any] | None:
     needs no redaction and no cap, so the copy is what the log stores. None otherwise."""
     if type(value) is not dict or len(value) > 64:
         return None
-    plain = _PLAIN_KEYS
-    for k, v in value.items():
-        if plain.get(k) is not True:  # only plain string keys are cached as True
-            if type(k) is not str:
-                return None
-            ok = not is_secret_key(k)
-            if len(plain) < 4096:
-                plain[k] = ok
-            if not ok:
-                return None
+    if not _PLAIN_KEY_SET.issuperset(value) and not _learn_keys(value):
+        return None
+    for v in value.values():
         tv = type(v)
         if tv is str:
             if len(v) >= 13:
@@ -201,6 +194,18 @@ def plain_copy(value: Any) -> dict[str, Any] | None:
         elif tv not in _SCALAR_TYPES:
             return None
     return dict(value)
+
+
+def _learn_keys(value: dict[Any, Any]) -> bool:
+    """True if every key of ``value`` is a plain (non-secret) string; remembers plain keys so
+    that :func:`plain_copy` checks them all at once next time (bounded)."""
+    for k in value:
+        if k not in _PLAIN_KEY_SET:
+            if type(k) is not str or is_secret_key(k):
+                return False
+            if len(_PLAIN_KEY_SET) < 4096:
+                _PLAIN_KEY_SET.add(k)
+    return True
 
 
 def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:

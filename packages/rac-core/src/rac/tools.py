@@ -31,17 +31,16 @@ class Tool:
     required: list[str] = field(default_factory=list)
     description: str = ""
 
+    #: True if the tool has an ``idempotency_key`` parameter (RAC then passes the step's key,
+    #: unless the caller did). Worked out from ``params`` when the tool is made.
+    takes_key: bool = field(init=False, repr=False, compare=False, default=False)
+
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a tool needs a non-empty string name, got {self.name!r}")
         if self.call is None and self.acall is None:
             raise ValueError(f"tool {self.name!r} needs a call or an acall")
-
-    @property
-    def takes_key(self) -> bool:
-        """True if the tool has an ``idempotency_key`` parameter (RAC then passes the step's
-        key, unless the caller did)."""
-        return self.params is not None and "idempotency_key" in self.params
+        self.takes_key = self.params is not None and "idempotency_key" in self.params
 
     def invoke(self, args: dict[str, Any]) -> Any:
         """Call the tool synchronously."""

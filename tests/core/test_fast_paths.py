@@ -65,7 +65,10 @@ def test_the_memory_log_is_the_runs_log(engine: rac.RAC, world: TravelWorld) -> 
         ("cancel_hotel", rac.RecordStatus.COMPLETED),
         ("cancel_flight", rac.RecordStatus.COMPLETED)]
     logged[0].args["passenger"] = "mallory"  # reads are copies
+    logged[0].depends_on.append(99)
     assert engine.store.get_records(run.run_id)[0].args["passenger"] == "a"
+    assert [r.depends_on for r in engine.store.get_records(run.run_id)] == [[]] * 5
+    assert rac.run._NO_DEPS == []  # the one list of records without dependencies: unchanged
 
 
 def test_a_secret_named_compensation_parameter_is_redacted_in_the_log(make_engine: Any) -> None:

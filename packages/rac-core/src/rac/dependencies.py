@@ -90,9 +90,13 @@ def first_result_id(result: Any) -> Any:
                 named = bool(_ID_KEY.search(k))
                 if len(keys) < 4096:
                     keys[k] = named
-            if named and ((type(v) is str and 0 < len(v) <= 128 and " " not in v)
-                          or (type(v) is int and v >= 1000)):
-                return v
+            if named:
+                t = type(v)
+                if t is str:
+                    if v and len(v) <= 128 and " " not in v:
+                        return v
+                elif t is int and v >= 1000:
+                    return v
     ids = result_ids(result, limit=1)
     return ids[0] if ids else None
 

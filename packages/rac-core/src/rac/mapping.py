@@ -90,6 +90,25 @@ def _one_field_paths(spec: Mapping[str, Any], tool: str
     return out
 
 
+def field_plan(compensation: Compensation, params: list[str] | None, required: list[str]
+               ) -> list[tuple[str, bool, str]] | None:
+    """``(param, from_result, field)`` for each declared argument when every one is a single
+    field of the original result or arguments and every required parameter of the
+    compensator is declared (the idempotency key aside): such arguments are looked up
+    directly, with :func:`map_positional` as the fallback for anything else (a missing
+    field, a result that is not a dict). None when the declaration is not of that form."""
+    spec = compensation.args
+    if type(spec) is not dict or params is None:
+        return None
+    paths = _one_field_paths(spec, compensation.tool)
+    if any(field is None for _param, _path, _from_result, field in paths):
+        return None
+    if any(p not in spec and p != IDEMPOTENCY_PARAM for p in required):
+        return None
+    return [(param, from_result, field) for param, _path, from_result, field in paths
+            if field is not None]
+
+
 def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, Any],
                   result: Any, params: list[str] | None, required: list[str],
                   idempotency_key: str | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from rac.dependencies import DependencyIndex, first_result_id
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
 from rac.events import run_logger
-from rac.mapping import copies_fields, map_positional
+from rac.mapping import IDEMPOTENCY_PARAM, copies_fields, field_plan, map_positional
 from rac.models import (
     LEGAL_TRANSITIONS,
     Record,
@@ -65,6 +65,11 @@ _R_COMPENSATING = RunStatus.COMPENSATING
 _R_COMPLETED = RunStatus.COMPLETED
 _R_NEEDS_ATTENTION = RunStatus.NEEDS_ATTENTION
 _R_RUNNING = RunStatus.RUNNING
+
+#: The depends_on of every record that depends on nothing: one list, never changed (a record
+#: is copied, lists and all, before anything outside its run sees it), so that a run's log does
+#: not hold one empty list per record for the garbage collector to walk.
+_NO_DEPS: list[int] = []
 
 # Tuples, not sets: hashing an enum member runs Python code, comparing it does not.
 _BAD = (_FAILED, _COMPENSATION_FAILED)
@@ -137,7 +142,11 @@ class _Prepared:
 
     def __init__(self, rec: Record, comp: Compensation, tool: Tool, args: dict[str, Any],
                  crec: Record) -> None:
-        self.rec, self.comp, self.tool, self.args, self.crec = rec, comp, tool, args, crec
+        self.rec = rec
+        self.comp = comp
+        self.tool = tool
+        self.args = args
+        self.crec = crec
 
     def invoke(self) -> Invoke:
         """The effect that calls the compensator (shielded: a rollback never stops midway)."""
@@ -154,8 +163,11 @@ class _Retry:
         self.prep, self.first = prep, first
 
 
-#: Per rollback: tool name -> (compensation, compensating tool, arguments fit for the log).
-_Plans = dict[str, tuple["Compensation | None", "Tool | None", bool]]
+#: How one tool's actions are undone: compensation, compensating tool, whether mapped
+#: arguments are fit for the log as they are, fields to copy into them (see Run._plan).
+_Plan = tuple["Compensation | None", "Tool | None", bool, "list[tuple[str, bool, str]] | None"]
+#: Per rollback: tool name -> its plan.
+_Plans = dict[str, _Plan]
 
 
 class Run:
@@ -429,7 +441,7 @@ class Run:
             if self._active_rollbacks or self._doomed or self.status is not _R_RUNNING:
                 self._begin_unusual(scope)
             seq = next(self._seq)
-            deps = self._deps.dependencies(args)
+            deps = self._deps.dependencies(args) or _NO_DEPS
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
             rec = Record(self.run_id, seq, tool, _ACTION, _PENDING,
@@ -684,15 +696,16 @@ class Run:
         with self._lock:
             self._set_status(_R_COMPENSATING)
             self._active_rollbacks.append(scope)
+            whole, claimed, in_flight = scope == "0", self._claimed, self._in_flight
             candidates = [r for r in self._records.values()
                           if r.kind is _ACTION and not r.read_only
-                          and _in_scope(r.scope, scope) and r.seq not in self._claimed
+                          and (whole or _in_scope(r.scope, scope)) and r.seq not in claimed
                           and (r.status is _COMPLETED
-                               or (r.status is _PENDING
-                                   and r.seq not in self._in_flight))]
-            self._claimed.update(r.seq for r in candidates)
+                               or (r.status is _PENDING and r.seq not in in_flight))]
+            claimed.update([r.seq for r in candidates])
             running = [r for r in self._records.values()
-                       if r.seq in self._in_flight and _in_scope(r.scope, scope)]
+                       if r.seq in in_flight and (whole or _in_scope(r.scope, scope))] \
+                if in_flight else []
             for r in running:
                 self._doomed.setdefault(r.seq, scope)
         try:
@@ -792,6 +805,14 @@ class Run:
         side effect of ``scope`` is left live or in doubt; else COMPENSATED."""
         whole = scope == "0"
         doomed, claimed, in_flight = self._doomed, self._claimed, self._in_flight
+        if not doomed and not claimed:  # nothing can still be compensating: the common case
+            for r in self._records.values():
+                if r.kind is _ACTION and not r.read_only and (whole or _in_scope(r.scope, scope)):
+                    st = r.status
+                    if st is not _COMPENSATED and st is not _FAILED and (
+                            st is not _PENDING or r.seq not in in_flight):
+                        return _R_NEEDS_ATTENTION
+            return _R_COMPENSATED
         attention = False
         for r in self._records.values():
             if r.kind is not _ACTION or r.read_only or not (whole or _in_scope(r.scope, scope)):
@@ -866,23 +887,27 @@ class Run:
                     return done
         return (yield from self._compensation_retries(retry.prep, first))
 
-    def _plan(self, rec: Record, plans: _Plans | None
-              ) -> tuple[Compensation | None, Tool | None, bool]:
-        """How ``rec`` is undone: its compensation, the compensating tool, and whether the
-        mapped arguments are fit for the log as they are (see :func:`copies_fields`). Kept in
-        ``plans`` per tool for one rollback while the registry alone resolves compensations."""
+    def _plan(self, rec: Record, plans: _Plans | None) -> _Plan:
+        """How ``rec`` is undone: its compensation, the compensating tool, whether the
+        mapped arguments are fit for the log as they are (see :func:`copies_fields`), and
+        the fields to copy into them when they can be looked up directly (see
+        :func:`field_plan`). Kept in ``plans`` per tool for one rollback while the registry
+        alone resolves compensations."""
         engine = self.engine
         if plans is not None and engine._pairs_direct:
-            plan = plans.get(rec.tool)
-            if plan is not None:
-                return plan
+            known = plans.get(rec.tool)
+            if known is not None:
+                return known
         comp = engine.registry.pairs.get(rec.tool) if engine._pairs_direct \
             else engine.resolve_compensation(rec)
         if comp is None:
-            plan = (None, None, False)
+            plan: _Plan = (None, None, False, None)
         else:
-            plan = (comp, self._tools.get(comp.tool) or engine.tools.get(comp.tool),
-                    engine._map_direct and copies_fields(comp.args))
+            tool = self._tools.get(comp.tool) or engine.tools.get(comp.tool)
+            direct = engine._map_direct
+            plan = (comp, tool, direct and copies_fields(comp.args),
+                    field_plan(comp, tool.params, tool.required)
+                    if direct and tool is not None else None)
         if plans is not None and engine._pairs_direct:
             plans[rec.tool] = plan
         return plan
@@ -892,7 +917,7 @@ class Run:
         """Resolve, map and approve the compensation of ``rec`` and write its intent record;
         the final outcome instead when there is nothing to call (see :meth:`_compensate_flow`)."""
         engine = self.engine
-        comp, tool, flat = self._plan(rec, plans)
+        comp, tool, flat, fields = self._plan(rec, plans)
         if comp is None:
             return "none", None, None
         key = f"{self._key_prefix}c{rec.seq:08x}"  # == idempotency_key(run, seq, "compensate")
@@ -906,14 +931,25 @@ class Run:
                 args, result = rec.args, rec.result
             else:
                 args, result = raw
-            cargs: dict[str, Any] | None
-            if engine._map_direct:
-                cargs = map_positional(comp, rec.tool, args, result, tool.params,
-                                       tool.required, key)
-            else:
-                cargs = engine.map_compensation_args(
-                    engine=engine, record=rec, compensation=comp, tool=tool, args=args,
-                    result=result, idempotency_key=key)
+            cargs: dict[str, Any] | None = None
+            if fields is not None:  # declared one-field paths, looked up here
+                cargs = {}
+                for param, from_result, field in fields:
+                    source = result if from_result else args
+                    if type(source) is not dict or field not in source:
+                        cargs = None  # let map_positional walk it, or say what is missing
+                        break
+                    cargs[param] = source[field]
+                if cargs is not None and tool.takes_key and IDEMPOTENCY_PARAM not in cargs:
+                    cargs[IDEMPOTENCY_PARAM] = key
+            if cargs is None:
+                if engine._map_direct:
+                    cargs = map_positional(comp, rec.tool, args, result, tool.params,
+                                           tool.required, key)
+                else:
+                    cargs = engine.map_compensation_args(
+                        engine=engine, record=rec, compensation=comp, tool=tool, args=args,
+                        result=result, idempotency_key=key)
             if cargs is None:
                 raise CompensationMappingError(f"no plugin mapped the arguments of {comp.tool}")
             approved = engine._auto_approve or engine.approve_compensation(
@@ -944,18 +980,21 @@ class Run:
         now = engine.clock.now()
         self._lock.acquire()  # not `with`: measurably cheaper on this path
         try:
-            if self._shared and rec.status is _COMPLETED \
-                    and not (self._info or engine._notify_records):
-                rec.status, rec.updated_at = _COMPENSATING, now  # _set_status_of, spelled out
+            quiet = self._shared and not (self._info or engine._notify_records)
+            if quiet and rec.status is _COMPLETED:  # _set_status_of, spelled out
+                rec.status = _COMPENSATING
+                rec.updated_at = now
             else:
                 self._set_status_of(rec, _COMPENSATING, now)
             crec = Record(self.run_id, next(self._seq), comp.tool, _COMPENSATION,
-                          _PENDING, rec.agent_id, rec.scope, stored, None, None, 0, key, [],
+                          _PENDING, rec.agent_id, rec.scope, stored, None, None, 1, key, _NO_DEPS,
                           rec.seq, None, True, False, None, now, now)
-            self._append(crec)
+            if quiet:
+                self._records[crec.seq] = crec  # _append, spelled out
+            else:
+                self._append(crec)
         finally:
             self._lock.release()
-        crec.attempts = 1
         return _Prepared(rec, comp, tool, cargs, crec)
 
     def _compensated(self, prep: _Prepared, value: Any, *, check: bool = True
@@ -979,12 +1018,15 @@ class Run:
         self._lock.acquire()  # not `with`: measurably cheaper on this path
         try:
             now = engine.clock.now()
-            if self._shared and not (self._info or engine._notify_records) \
-                    and crec.status is _PENDING and rec.status is _COMPENSATING:
+            if self._shared and crec.status is _PENDING and rec.status is _COMPENSATING \
+                    and not (self._info or engine._notify_records):
                 # _set_status_of twice, spelled out for the in-memory log (the transitions
                 # are the legal pending->completed and compensating->compensated)
-                crec.status, crec.result, crec.updated_at = _COMPLETED, result, now
-                rec.status, rec.updated_at = _COMPENSATED, now
+                crec.status = _COMPLETED
+                crec.result = result
+                crec.updated_at = now
+                rec.status = _COMPENSATED
+                rec.updated_at = now
             else:
                 self._set_status_of(crec, _COMPLETED, now, attempts=crec.attempts,
                                     result=result)

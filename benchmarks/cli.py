@@ -67,7 +67,7 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
         "overhead_us": over,
         "rollback_s": roll,
     }
-    data["targets"] = targets.evaluate(figures, over, crash)
+    data["targets"] = targets.evaluate(figures, over, crash, roll)
     report.write_json(data, out or report.RESULTS)
     if docs:
         report.write_docs(data)

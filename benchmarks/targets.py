@@ -7,10 +7,36 @@ from typing import Any
 RAC_NAMES = ("rac-memory", "rac-sqlite")
 
 
+def rollback_slope(by_n: dict[str, float]) -> tuple[float, float]:
+    """Least-squares fit of rollback seconds against records: (microseconds per record,
+    fixed milliseconds per rollback)."""
+    xs = [float(n) for n in by_n]
+    ys = list(by_n.values())
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    return slope * 1e6, (my - slope * mx) * 1e3
+
+
 def evaluate(figures: dict[str, Any], overhead: dict[str, Any],
-             crash: dict[str, Any] | None = None) -> dict[str, Any]:
+             crash: dict[str, Any] | None = None,
+             rollback: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{target: {"pass": bool, "detail": str}}``."""
     out: dict[str, Any] = {}
+    mem_over = overhead.get("rac-memory")
+    if mem_over:
+        worst = max(v["median"] for v in mem_over.values())
+        out["rac-core: memory store per-call overhead <= 15 us (median) at 0/10/100/1000 "
+            "records"] = {
+            "pass": worst <= 15.0,
+            "detail": ", ".join(f"{k}: {v['median']} us" for k, v in mem_over.items())}
+    mem_roll = (rollback or {}).get("rac-memory")
+    if mem_roll and "10000" in mem_roll:
+        per_record, fixed = rollback_slope(mem_roll)
+        out["rac-core: memory store rollback linear, <= 20 us per record (10,000 in < 0.2 s)"] = {
+            "pass": mem_roll["10000"] < 0.2 and per_record <= 20.0,
+            "detail": f"10,000 records in {mem_roll['10000']:.3f} s; fit: {per_record:.1f} us "
+                      f"per record + {fixed:.2f} ms per rollback"}
     if crash is not None:
         out["rac-sqlite: I8, after a crash at every enumerated point and recovery, I1-I7 hold"] = {
             "pass": crash["crash_points"] > 0 and crash["violating"] == 0,

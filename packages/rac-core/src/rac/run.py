@@ -105,7 +105,7 @@ def _error_text(err: BaseException) -> str:
     return _redact_text(text)[:2000]
 
 
-@dataclass(slots=True)
+@dataclass
 class CallOutcome:
     """What became of one tool call under RAC.
 
@@ -114,6 +114,9 @@ class CallOutcome:
     ``message`` is what the agent should be told: the rendered ``report`` after a rollback, or
     why the call was refused.
     """
+
+    # Not slotted: the defaults below are class attributes, so the outcome of a successful call
+    # (every call's path) sets only the fields that differ (see Run.execute).
 
     ok: bool
     tool: str
@@ -125,6 +128,9 @@ class CallOutcome:
     message: str | None = None
     refused: bool = False
     undone: bool = False
+
+
+_new = object.__new__
 
 
 class _Failure:
@@ -445,7 +451,7 @@ class Run:
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
             rec = Record(self.run_id, seq, tool, _ACTION, _PENDING,
-                         agent_id or self.agent_id, scope, stored_args, None, None, 0,
+                         agent_id or self.agent_id, scope, stored_args, None, None, 1,
                          f"{self._key_prefix}a{seq:08x}", deps, None,
                          alternative_of, True, read_only, None, now, now)
             if self._active_rollbacks:
@@ -485,6 +491,7 @@ class Run:
             return False
         rec.compensable = False
         if policy == "refuse":
+            rec.attempts = 0
             rec.status = _FAILED
             rec.error = (f"refused: {rec.tool} has side effects and no compensation is "
                          "declared (no_compensation='refuse')")
@@ -1078,7 +1085,6 @@ class Run:
         if refused:
             return CallOutcome(False, name, rec.seq, refused=True, message=rec.error,
                                error=NoCompensationError(rec.error or ""))
-        rec.attempts = 1
         if type(args) is not dict:
             args = dict(args)
         t = self._tools.get(name) or engine.tools.get(name)
@@ -1101,7 +1107,13 @@ class Run:
             err = default_detect_result_error(value) if engine._detect_direct \
                 else engine.detect_result_error(name, value)
             if err is None and not self._succeeded(rec, own_args, value):
-                return CallOutcome(True, name, rec.seq, raw, value)
+                out = _new(CallOutcome)  # CallOutcome(True, name, seq, raw, value), frame-free
+                out.ok = True
+                out.tool = name
+                out.seq = rec.seq
+                out.result = raw
+                out.value = value
+                return out
             if rec.status is _COMPLETED:  # doomed while running: undo it
                 return drive_sync(self._undo_doomed(rec, raw, value), engine.clock,
                                   engine.passthrough)

@@ -55,6 +55,35 @@ def run_logger(**context: Any) -> tuple[Any, bool]:
     return logger(**context), _std.getEffectiveLevel() <= logging.INFO
 
 
+#: wrapper class of the application's structlog configuration -> whether it emits info events
+_STRUCTLOG_INFO: dict[int, tuple[Any, bool]] = {}
+
+
+def info_enabled() -> bool:
+    """Whether RAC's info-level events would go anywhere now: the ``"rac"`` logger's level
+    under the standard library, or, under an application's structlog configuration, its
+    bound logger's ``is_enabled_for`` (True when it has none). Cheap: runs ask when they
+    start and skip building events nobody receives."""
+    import structlog
+
+    if not structlog.is_configured():
+        return _std.isEnabledFor(logging.INFO)
+    try:  # structlog's own record of its configuration: get_config() copies all of it
+        from structlog._config import _CONFIG
+
+        wrapper = _CONFIG.default_wrapper_class
+    except (ImportError, AttributeError):
+        wrapper = structlog.get_config().get("wrapper_class")
+    hit = _STRUCTLOG_INFO.get(id(wrapper))
+    if hit is None or hit[0] is not wrapper:
+        probe = structlog.get_logger(_STDLIB_NAME).bind()
+        enabled_for = getattr(probe, "is_enabled_for", None)
+        hit = (wrapper, bool(enabled_for(logging.INFO)) if callable(enabled_for) else True)
+        if len(_STRUCTLOG_INFO) < 64:
+            _STRUCTLOG_INFO[id(wrapper)] = hit
+    return hit[1]
+
+
 def emit(event: str, *, level: str = "info", **fields: Any) -> None:
     """Emit one event outside a run's own logger (rollbacks, proposals, warnings). Callers pass
     values already redacted by :func:`rac.serialize.store_value`; error texts are redacted when

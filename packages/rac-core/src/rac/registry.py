@@ -166,8 +166,11 @@ class CompensationRegistry:
         With ``only_for``, check just the declarations whose subject is one of those tools (an
         adapter checks the tools of one agent against what it can call).
         """
-        known_set = set(known)
         subjects = set(only_for) if only_for is not None else None
+        if subjects is not None and subjects.isdisjoint(self.pairs) \
+                and subjects.isdisjoint(self.alternatives):
+            return  # nothing is declared about these tools
+        known_set = set(known)
         for tool, comp in self.pairs.items():
             if subjects is not None and tool not in subjects:
                 continue

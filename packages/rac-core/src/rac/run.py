@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import os
 import random
-import threading
-import uuid
+from _thread import RLock as _RLock
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from rac.classify import Classification, ErrorKind, default_detect_result_error
 from rac.dependencies import DependencyIndex, first_result_id
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
 from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
-from rac.events import run_logger
+from rac.events import info_enabled, run_logger
 from rac.mapping import IDEMPOTENCY_PARAM, copies_fields, field_plan, map_positional
 from rac.models import (
     LEGAL_TRANSITIONS,
@@ -78,9 +78,23 @@ _IDLE = (_R_COMPLETED, _R_COMPENSATED, _R_NEEDS_ATTENTION)
 _LEGAL = frozenset((id(a), id(b)) for a, targets in LEGAL_TRANSITIONS.items() for b in targets)
 
 
+#: Run ids: a generator seeded from the OS, re-seeded in every forked child (a forked worker
+#: must not repeat its parent's ids); os.urandom per run is a system call.
+_IDS = random.Random(os.urandom(16))
+os.register_at_fork(after_in_child=lambda: _IDS.seed(os.urandom(16)))
+
+
 @functools.lru_cache(maxsize=1024)
 def _key_prefix(run_id: str) -> str:
+    """15 hex digits that stand for the run in its idempotency keys: a generated run id's own
+    random digits, else a hash of the id."""
+    digits = run_id[4:]
+    if len(run_id) == 19 and run_id.startswith("run-") and all(c in _HEX for c in digits):
+        return digits
     return hashlib.blake2b(run_id.encode(), digest_size=8).hexdigest()[:15]
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def idempotency_key(run_id: str, seq: int, kind: str) -> str:
@@ -188,12 +202,18 @@ class Run:
     def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
                  tools: Iterable[Tool | Callable[..., Any]] | None = None) -> None:
         self.engine = engine
-        self.run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        if run_id:
+            self.run_id = run_id
+            self._key_prefix = _key_prefix(run_id)
+        else:  # 60 random bits: the id, and as they are, the prefix of its idempotency keys
+            bits = f"{_IDS.getrandbits(60):015x}"
+            self.run_id = f"run-{bits}"
+            self._key_prefix = bits
         self.agent_id = agent_id or engine.agent_id
         self.status = _R_RUNNING
         self.last_report: RecoveryReport | None = None
         self._tools: dict[str, Tool] = {}
-        self._lock = threading.RLock()
+        self._lock = _RLock()
         self._seq = itertools.count(1)
         self._scope_ids = itertools.count(1)
         self._nested = False  # set once a nested scope is opened (see execute)
@@ -210,8 +230,7 @@ class Run:
         self._rng_instance: random.Random | None = None
         self._started = False
         self._events: Any = None
-        self._info = True  # whether info-level events go anywhere (set with _events)
-        self._key_prefix = _key_prefix(self.run_id)
+        self._info = True  # whether info-level events go anywhere (set when the run starts)
         # A store that holds the run's own record objects (the memory store) needs no update
         # calls: changing a record is writing it.
         self._shared = bool(getattr(engine.store, "shares_records", False))
@@ -251,8 +270,11 @@ class Run:
         self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, _R_RUNNING,
                                              now, now, owner=self.engine.owner))
         self._started = True
-        self._logger()  # decides whether info events are built, for the whole run
-        self._event("rac.run", status=str(_R_RUNNING), agent_id=self.agent_id)
+        # Whether info events go anywhere, decided once for the run; the bound logger itself
+        # is made when the first event is emitted.
+        self._info = info_enabled()
+        if self._info:
+            self._event("rac.run", status=str(_R_RUNNING), agent_id=self.agent_id)
         if self.engine._notify_runs:
             self.engine.hook.rac_run_status_changed(run_id=self.run_id,
                                                     status=_R_RUNNING, previous=None)
@@ -353,8 +375,9 @@ class Run:
         self.status = status
         self.engine.store.update_run(self.run_id, status=status,
                                      updated_at=self.engine.clock.now())
-        self._event("rac.run", level="warning" if status is _R_NEEDS_ATTENTION else "info",
-                    status=str(status), previous=str(previous))
+        if self._info or status is _R_NEEDS_ATTENTION:
+            self._event("rac.run", level="warning" if status is _R_NEEDS_ATTENTION else "info",
+                        status=str(status), previous=str(previous))
         if self.engine._notify_runs:
             self.engine.hook.rac_run_status_changed(run_id=self.run_id, status=status,
                                                     previous=previous)
@@ -384,14 +407,13 @@ class Run:
 
     def _logger(self) -> Any:
         if self._events is None:
-            self._events, self._info = run_logger(run_id=self.run_id)
+            self._events = run_logger(run_id=self.run_id)[0]
         return self._events
 
     def _event(self, event: str, *, level: str = "info", **fields: Any) -> None:
         """Emit one event on this run's logger (``run_id`` is bound)."""
-        events = self._logger()
-        if level != "info" or self._info:
-            getattr(events, level)(event, **fields)
+        if level != "info" or self._info:  # the logger is made for the first event emitted
+            getattr(self._logger(), level)(event, **fields)
 
     def _set_status_of(self, rec: Record, status: RecordStatus, now: float,
                        **more: Any) -> None:

@@ -15,6 +15,7 @@ import rac
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import InvalidToolCall, is_invalid_call
 from rac_langgraph.runs import TurnRuns, runs_of
+from rac_langgraph.turn_end import _CURRENT as _CURRENT_TURN
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -41,8 +42,8 @@ class RACToolCalls:
             calls is running). A hand-built graph has no end-of-turn hook, and a run left
             ``running`` when the process exits would be rolled back by ``rac recover``; the
             run stays joinable, so a later failure in the turn still undoes the whole turn.
-            :class:`rac_langgraph.RACMiddleware` turns it off and ends runs when the model answers
-            without a tool call.
+            :class:`rac_langgraph.RACMiddleware` turns it off: its agent's graph tells it when
+            an invocation's last step is over (see :mod:`rac_langgraph.turn_end`).
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
@@ -51,52 +52,96 @@ class RACToolCalls:
         self.agent_id = agent_id
         self.finish_steps = finish_steps
         self.turns: TurnRuns = runs_of(self.engine)
+        #: Set by RACMiddleware: its tool calls run in graphs whose state has a TurnChannel.
+        self.uses_turn_channel = False
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
     def wrap_tool_call(self, request: ToolCallRequest, execute: Execute) -> ToolResult:
         """Run ``request`` under RAC on the blocking path."""
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
             return execute(request)
-        run, agent = self._join(request)
+        run, agent, finish_step = self._join(request)
         call = request.tool_call
+        requested = call["name"]
 
         def invoke(name: str, args: dict[str, Any]) -> Any:
-            req = _request_for(request, name, args)
-            if req is None:
+            if name == requested:
+                req = request if args == call["args"] else request.override(
+                    tool_call={**call, "args": args})
+                result = execute(req)
+                if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
+                        and result.status == "error" and is_invalid_call(result, name):
+                    raise InvalidToolCall(result)
+                return result
+            other = _request_for(request, name, args)
+            if other is None:
                 return _as_message(request, name, _engine_tool(run, name).invoke(args))
-            return _checked(execute(req), name, call["name"])
+            return execute(other)
 
-        self.turns.enter(run)
+        turns, key = self.turns, run.run_id
+        lock, busy = turns.lock, turns.busy
+        with lock:
+            busy[key] = busy.get(key, 0) + 1
         try:
-            outcome = run.execute(call["name"], call["args"], invoke, agent_id=agent)
+            outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            self.turns.leave(run, finish_when_idle=self.finish_steps)
-        return _answer(outcome, request)
+            with lock:
+                left = busy[key] - 1
+                if left:
+                    busy[key] = left
+                else:
+                    del busy[key]
+            if finish_step and not left:
+                turns.finish_step(run)
+        if outcome.ok:
+            return outcome.result  # type: ignore[no-any-return]
+        return _failed(outcome, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute: AsyncExecute) -> ToolResult:
         """Run ``request`` under RAC without blocking the event loop."""
         if request.tool is None:
             return await execute(request)
-        run, agent = self._join(request)
+        run, agent, finish_step = self._join(request)
         call = request.tool_call
+        requested = call["name"]
 
         async def ainvoke(name: str, args: dict[str, Any]) -> Any:
-            req = _request_for(request, name, args)
-            if req is None:
+            if name == requested:
+                req = request if args == call["args"] else request.override(
+                    tool_call={**call, "args": args})
+                result = await execute(req)
+                if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
+                        and result.status == "error" and is_invalid_call(result, name):
+                    raise InvalidToolCall(result)
+                return result
+            other = _request_for(request, name, args)
+            if other is None:
                 return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
-            return _checked(await execute(req), name, call["name"])
+            return await execute(other)
 
-        self.turns.enter(run)
+        turns, key = self.turns, run.run_id
+        lock, busy = turns.lock, turns.busy
+        with lock:
+            busy[key] = busy.get(key, 0) + 1
         try:
-            outcome = await run.aexecute(call["name"], call["args"], ainvoke, agent_id=agent)
+            outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            self.turns.leave(run, finish_when_idle=self.finish_steps)
-        return _answer(outcome, request)
+            with lock:
+                left = busy[key] - 1
+                if left:
+                    busy[key] = left
+                else:
+                    del busy[key]
+            if finish_step and not left:
+                turns.finish_step(run)
+        if outcome.ok:
+            return outcome.result  # type: ignore[no-any-return]
+        return _failed(outcome, request)
 
     # -- turns --------------------------------------------------------------------------------
     def agent_of(self, config: Mapping[str, Any] | None) -> str:
@@ -106,13 +151,40 @@ class RACToolCalls:
         name = ((config or {}).get("metadata") or {}).get("lc_agent_name")
         return str(name) if name else self.engine.agent_id
 
-    def _join(self, request: ToolCallRequest) -> tuple[rac.Run, str]:
+    def _join(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
+        """The run a tool call joins, its agent id, and whether to finish the run after the
+        call (for graphs with no end-of-turn signal)."""
+        turn = _CURRENT_TURN.get()
+        if turn is not None and turn.owner is self:
+            # A create_agent invocation of RACMiddleware's agent: one invocation is one turn,
+            # so its first tool call finds the run and the others reuse it.
+            run = turn.run
+            if run is None:
+                run, agent, explicit = self._find(request)
+                turn.agent, turn.own, turn.run = agent, not explicit, run
+            return run, turn.agent, False
+        run, agent, _ = self._find(request)
+        # No end-of-turn signal: a hand-built graph, or a middleware hook called outside its
+        # agent's graph. Finish the run after the step, so a finished turn is never left running.
+        return run, agent, self.finish_steps or self.uses_turn_channel
+
+    def _find(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
+        """The run of the turn ``request`` belongs to (opened on first use), its agent id, and
+        whether it is a run the caller opened around the invocation (which takes precedence);
+        the agent's tools are offered to the run."""
         runtime = request.runtime
         config = getattr(runtime, "config", None)
-        agent = self.agent_of(config)
-        run = self.turns.run_for(request.state, config, agent)
-        self.turns.offer_tools(run, getattr(runtime, "tools", None) or ())
-        return run, agent
+        agent = self.agent_id
+        if agent is None:
+            name = ((config or {}).get("metadata") or {}).get("lc_agent_name")
+            agent = str(name) if name else self.engine.agent_id
+        turns = self.turns
+        run = self.engine.current_run()
+        explicit = run is not None
+        if run is None:
+            run = turns.turn_run(request.state, config, agent)
+        turns.offer_tools(run, getattr(runtime, "tools", None) or ())
+        return run, agent, explicit
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of the turn ``state``/``config`` belong to completed."""
@@ -125,13 +197,9 @@ class RACToolCalls:
 
 def _request_for(request: ToolCallRequest, name: str, args: dict[str, Any]
                  ) -> ToolCallRequest | None:
-    """The request that calls ``name`` with ``args`` through the ToolNode, or None if the agent
-    has no such tool."""
+    """The request that calls another tool of the agent, ``name``, with ``args`` through the
+    ToolNode (an alternative), or None if the agent has no such tool."""
     call = request.tool_call
-    if name == call["name"]:
-        if args == call["args"]:
-            return request
-        return request.override(tool_call={**call, "args": args})
     tools = getattr(request.runtime, "tools", None) or ()
     tool = next((t for t in tools if getattr(t, "name", None) == name), None)
     if tool is None:
@@ -153,16 +221,8 @@ def _as_message(request: ToolCallRequest, name: str, raw: Any) -> ToolMessage:
     return ToolMessage(content=content, tool_call_id=request.tool_call["id"], name=name)
 
 
-def _checked(result: ToolResult, name: str, requested: str) -> ToolResult:
-    if name == requested and isinstance(result, ToolMessage) and is_invalid_call(result, name):
-        raise InvalidToolCall(result)
-    return result
-
-
-def _answer(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolResult:
-    """What the model gets: the tool's own result, or the report as an error message."""
-    if outcome.ok:
-        return outcome.result  # type: ignore[no-any-return]
+def _failed(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolMessage:
+    """What the model gets when the call failed for good: the report, as an error message."""
     call = request.tool_call
     return ToolMessage(content=outcome.message or f"RAC: {call['name']} failed.",
                        tool_call_id=call["id"], name=call["name"], status="error")

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.config import get_config
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 import rac
 from rac_langgraph.calls import RACToolCalls
+from rac_langgraph.turn_end import turn_state_schema
 
 
 class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -27,6 +28,11 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     can replan. One invocation (one user turn) is one run; earlier turns of a thread are never
     undone. Interrupts and other ``GraphBubbleUp`` control flow pass through untouched.
 
+    The run is marked completed when the invocation's last step is over. The middleware hooks
+    only tool calls: it learns that from a private key it adds to the agent's state (see
+    :mod:`rac_langgraph.turn_end`), not from a model-call hook, which LangChain traces on every
+    model call.
+
     Args:
         rac: a :class:`rac.RAC` engine, to share one log between agents; otherwise ``config``
             holds the keywords of :class:`rac.RAC` (LangChain tools are accepted in ``tools``).
@@ -37,7 +43,29 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  **config: Any) -> None:
         super().__init__()
-        self.calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=False, **config)
+        calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=False, **config)
+        calls.uses_turn_channel = True
+        self.calls = calls
+        self.state_schema = turn_state_schema(calls, calls.turns)  # type: ignore[assignment]
+
+        # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's
+        # ``inspect.signature`` on every call: for a bound method about 60 k instructions (a
+        # quarter of what a pass-through tool middleware costs a turn), for a plain function
+        # that carries its ``__signature__`` a lookup. So the instance exposes the hooks as such
+        # functions (the methods below stay for direct calls).
+        def wrap_tool_call(request: ToolCallRequest, handler: Callable[
+                [ToolCallRequest], ToolMessage | Command[Any]]) -> ToolMessage | Command[Any]:
+            return calls.wrap_tool_call(request, handler)
+
+        async def awrap_tool_call(request: ToolCallRequest, handler: Callable[
+                [ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
+        ) -> ToolMessage | Command[Any]:
+            return await calls.awrap_tool_call(request, handler)
+
+        for hook in (wrap_tool_call, awrap_tool_call):
+            setattr(hook, "__signature__", inspect.signature(hook))  # noqa: B010
+            hook.__doc__ = getattr(type(self), hook.__name__).__doc__
+            self.__dict__[hook.__name__] = hook
 
     @property
     def engine(self) -> rac.RAC:
@@ -56,31 +84,3 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ToolMessage | Command[Any]:
         """Run the tool call under RAC (async path)."""
         return await self.calls.awrap_tool_call(request, handler)
-
-    # The turn ends when the model answers without asking for a tool. Seeing that inside the
-    # model call (rather than in an ``after_agent`` hook, which is one more graph node per
-    # turn) closes the run at no extra graph step.
-    def wrap_model_call(self, request: ModelRequest[Any],
-                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> Any:
-        """Call the model; if it asked for no tool, the turn is over: finish its run."""
-        response = handler(request)
-        if _final(response):
-            self.calls.end_turn(request.state, get_config())
-        return response
-
-    async def awrap_model_call(
-            self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]) -> Any:
-        """Async :meth:`wrap_model_call`."""
-        response = await handler(request)
-        if _final(response):
-            self.calls.end_turn(request.state, get_config())
-        return response
-
-
-def _final(response: Any) -> bool:
-    """True if the model's response asks for no tool call (the agent will stop)."""
-    messages = getattr(response, "result", None)
-    if messages is None:
-        messages = [response]
-    return not any(isinstance(m, AIMessage) and m.tool_calls for m in messages)

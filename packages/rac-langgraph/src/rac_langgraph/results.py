@@ -51,9 +51,13 @@ def message_value(message: ToolMessage) -> Any:
     if message.status == "error":
         content = message.content
         return {"error": content if isinstance(content, str) else str(_content_value(content))}
-    if isinstance(message.artifact, Mapping):
-        return message.artifact
-    return _content_value(message.content)
+    artifact = message.artifact
+    if artifact is not None and isinstance(artifact, Mapping):
+        return artifact
+    content = message.content
+    if type(content) is str:
+        return as_fields(content)
+    return _content_value(content)
 
 
 def command_value(command: Command[Any]) -> Any:
@@ -70,7 +74,7 @@ def command_value(command: Command[Any]) -> Any:
 
 def result_value(result: Any) -> Any:
     """The plain value of anything a ToolNode returns for one call (message, command, list)."""
-    if isinstance(result, ToolMessage):
+    if type(result) is ToolMessage or isinstance(result, ToolMessage):
         return message_value(result)
     if isinstance(result, Command):
         return command_value(result)
@@ -85,5 +89,10 @@ class LangGraphResults:
 
     @rac.hookimpl
     def rac_normalize_result(self, tool: str, result: Any) -> Any:
+        # The common case first: a tool message with text content (often JSON) and no artifact.
+        if type(result) is ToolMessage and result.status != "error" and result.artifact is None:
+            content = result.content
+            if type(content) is str:
+                return as_fields(content)
         return result_value(result)
 

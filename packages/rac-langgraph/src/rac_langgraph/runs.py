@@ -1,11 +1,15 @@
 """Which RAC run a tool call belongs to: one run per agent turn.
 
 A turn is what one ``invoke``/``ainvoke``/``stream`` of a graph does for one user message. The
-turn is found from the graph's own data, so it needs no extra state key and survives interrupts:
+turn is found from the graph's own data, so it survives interrupts:
 the thread id of the config and the last human message of the state (its id, which LangGraph's
 message reducer assigns). Agents of one graph that see the same user message share the turn's
 run, so a failure in any of them rolls back what all of them did in that turn. A run the caller
 opened around the invocation (``with engine.run(): graph.invoke(...)``) takes precedence.
+
+For a ``create_agent`` agent the run is looked up by the invocation's first tool call only;
+the other calls of the invocation find it on the invocation's :class:`TurnChannel
+<rac_langgraph.turn_end.TurnChannel>`, which also ends the turn.
 """
 
 from __future__ import annotations
@@ -24,16 +28,7 @@ TurnKey = tuple[str | None, str, str]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 _REGISTRIES_LOCK = threading.Lock()
-
-
-def _messages(state: Any) -> Sequence[Any]:
-    if isinstance(state, Mapping):
-        found = state.get("messages")
-    elif isinstance(state, list):
-        found = state
-    else:
-        found = getattr(state, "messages", None)
-    return found if isinstance(found, Sequence) else ()
+_RUNNING = rac.RunStatus.RUNNING
 
 
 def turn_key(state: Any, config: Mapping[str, Any] | None) -> tuple[TurnKey, str]:
@@ -47,7 +42,14 @@ def turn_key(state: Any, config: Mapping[str, Any] | None) -> tuple[TurnKey, str
     thread = None if thread is None else str(thread)
     ns = str(configurable.get("checkpoint_ns") or "")
     group = f"{thread}|{ns.rpartition('|')[0]}"
-    messages = _messages(state)
+    if type(state) is dict or isinstance(state, Mapping):
+        messages = state.get("messages")
+    elif isinstance(state, list):
+        messages = state
+    else:
+        messages = getattr(state, "messages", None)
+    if type(messages) is not list and not isinstance(messages, Sequence):
+        messages = ()
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if getattr(m, "type", None) == "human":
@@ -67,17 +69,27 @@ class TurnRuns:
     def __init__(self, engine: rac.RAC, limit: int = 512) -> None:
         self.engine = engine
         self.limit = limit
-        self._lock = threading.Lock()
+        #: Guards the registry; ``busy`` (run id -> number of its calls running) too.
+        self.lock = self._lock = threading.Lock()
         self._runs: OrderedDict[TurnKey, rac.Run] = OrderedDict()
         self._latest: dict[str, TurnKey] = {}
-        self._offered: dict[str, set[int]] = {}
-        self._busy: dict[str, int] = {}
+        #: run id -> the tool sets (tuples of tool ids) offered to the run
+        self._offered: dict[str, set[tuple[int, ...]]] = {}
+        #: tool set -> its tools converted for RAC, and the tools themselves
+        self._converted: dict[tuple[int, ...], list[rac.Tool]] = {}
+        self._keep: dict[tuple[int, ...], list[Any]] = {}
+        self.busy: dict[str, int] = {}
 
     def run_for(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
-        """The run a tool call of this turn joins (opened on first use)."""
+        """The run a tool call of this turn joins (opened on first use); a run the caller opened
+        around the invocation takes precedence."""
         explicit = self.engine.current_run()
         if explicit is not None:
             return explicit
+        return self.turn_run(state, config, agent_id)
+
+    def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
+        """The run of the turn ``state``/``config`` belong to (opened on first use)."""
         key, group = turn_key(state, config)
         ended: list[rac.Run] = []
         with self._lock:
@@ -98,33 +110,37 @@ class TurnRuns:
             for old in ended:
                 self._offered.pop(old.run_id, None)
         for old in ended:
-            finish(old)
+            if old.status is _RUNNING:  # the turn's own end usually finished it already
+                finish(old)
         return run
 
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
         """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
+        key = tuple(map(id, tools))
         with self._lock:
-            seen = self._offered.setdefault(run.run_id, set())
-            new = [t for t in tools if isinstance(t, BaseTool) and id(t) not in seen]
-            seen.update(id(t) for t in new)
-        if new:
-            run.add_tools([as_rac_tool(t) for t in new])
-
-    def enter(self, run: rac.Run) -> None:
-        """A tool call of ``run`` starts."""
-        with self._lock:
-            self._busy[run.run_id] = self._busy.get(run.run_id, 0) + 1
-
-    def leave(self, run: rac.Run, *, finish_when_idle: bool) -> None:
-        """A tool call of ``run`` ended; with ``finish_when_idle``, mark the run completed when
-        no other call of it is running (for graphs that have no end-of-turn hook)."""
-        with self._lock:
-            left = self._busy.get(run.run_id, 1) - 1
-            if left > 0:
-                self._busy[run.run_id] = left
+            converted = self._converted.get(key)
+            offered = self._offered.get(run.run_id)
+            if offered is None:
+                offered = self._offered[run.run_id] = set()
+            elif key in offered:
                 return
-            self._busy.pop(run.run_id, None)
-        if finish_when_idle and self.engine.current_run() is not run:
+            offered.add(key)
+        if converted is None:  # a tool set not seen before (one per ToolNode, usually)
+            converted = [as_rac_tool(t) for t in tools if isinstance(t, BaseTool)]
+            with self._lock:
+                if len(self._converted) >= self.limit:
+                    self._converted.clear()
+                    self._keep.clear()
+                # The tools are kept with their conversion, so their ids stay theirs.
+                self._converted[key] = converted
+                self._keep[key] = list(tools)
+        if converted:
+            run.add_tools(converted)
+
+    def finish_step(self, run: rac.Run) -> None:
+        """The last running call of ``run`` ended, in a graph with no end-of-turn signal: mark
+        the run completed (unless the caller opened it around the invocation)."""
+        if self.engine.current_run() is not run:
             finish(run)
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
@@ -132,7 +148,14 @@ class TurnRuns:
         with self._lock:
             run = self._runs.get(turn_key(state, config)[0])
         if run is not None:
-            finish(run)
+            self.end(run)
+
+    def end(self, run: rac.Run) -> None:
+        """An agent's turn is over: mark ``run`` completed, unless a call of it is still running
+        (another agent of the turn, e.g. one that runs this agent inside a tool, ends it)."""
+        if run.status is not _RUNNING or run.run_id in self.busy:
+            return
+        run.finish()
 
     def close(self) -> None:
         """Finish and forget every run this registry opened."""

@@ -1,0 +1,230 @@
+"""When a create_agent turn's run is completed: at the end of the invocation's last step, never
+while a model call between two tool steps is under way (a crash there must leave it running)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+from lg_support import ScriptedModel, call, engine, model, say, turn, world_tools
+
+import rac
+from rac.testing import TravelWorld
+from rac_langgraph import RACMiddleware
+from rac_langgraph.turn_end import STATE_KEY
+
+FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
+HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
+USER = {"messages": [("user", "Book me a trip to Paris")]}
+
+
+class WatchingModel(ScriptedModel):
+    """A scripted model that notes the status of every run in the log at each of its calls (what
+    the log would say if the process died during that model call), and can fail on one call."""
+
+    eng: Any = None
+    statuses: list[dict[str, str]] = []
+    fail_on: int | None = None
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.statuses.append({i.run_id: str(i.status) for i in self.eng.store.list_runs()})
+        if self.fail_on is not None and len(self.statuses) == self.fail_on:
+            raise RuntimeError("the model provider went away")
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def _watching(eng: rac.RAC, *messages: Any, fail_on: int | None = None) -> WatchingModel:
+    return WatchingModel(messages=iter(messages), eng=eng, statuses=[], fail_on=fail_on)
+
+
+def _status(eng: rac.RAC) -> str:
+    [info] = eng.store.list_runs()
+    return str(info.status)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_run_is_running_during_model_calls_between_tool_steps_and_completed_at_the_end(
+        use_async: bool) -> None:
+    world = TravelWorld()
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+                  turn(call("get_weather", city="Paris")), say("booked"))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
+
+    await agent.ainvoke(USER) if use_async else agent.invoke(USER)
+
+    # The first model call comes before any tool call: no run yet. Every later model call comes
+    # after a tool step of the turn: a crash there would leave the run running, so that
+    # `rac recover` undoes the turn's bookings.
+    assert m.statuses[0] == {}
+    assert [list(s.values()) for s in m.statuses[1:]] == [["running"]] * 3
+    assert _status(eng) == "completed"
+
+
+def test_crash_during_a_model_call_in_the_middle_of_a_turn_leaves_the_run_running() -> None:
+    world = TravelWorld()
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+                  say("never said"), fail_on=3)
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
+
+    with pytest.raises(RuntimeError, match="went away"):
+        agent.invoke(USER)
+
+    # Two bookings made, the turn never ended: the log says running, which recovery undoes.
+    assert _status(eng) == "running"
+    [info] = eng.store.list_runs()
+    assert [r.status for r in eng.store.get_records(info.run_id)] == [
+        rac.RecordStatus.COMPLETED, rac.RecordStatus.COMPLETED]
+
+
+def test_a_turn_ending_on_a_tool_step_is_completed() -> None:
+    world = TravelWorld()
+    eng = engine()
+
+    @tool(return_direct=True)
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a flight; its result is the agent's answer."""
+        return world.book_flight(passenger, origin, dest)
+
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)))
+    agent = create_agent(m, [book_flight, *world_tools(world, ["cancel_flight"])],
+                         middleware=[RACMiddleware(rac=eng)])
+    agent.invoke(USER)
+    assert len(m.statuses) == 1  # no model call after the tool: the tool step ended the turn
+    assert _status(eng) == "completed"
+
+
+def test_each_turn_of_a_thread_is_completed_when_it_ends() -> None:
+    world = TravelWorld()
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("flight booked"),
+                  turn(call("book_hotel", **HOTEL)), say("hotel booked"))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
+                         checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-ends"}}
+    agent.invoke({"messages": [("user", "a flight")]}, cfg)
+    assert _status(eng) == "completed"
+    agent.invoke({"messages": [("user", "and a hotel")]}, cfg)
+    assert [str(i.status) for i in eng.store.list_runs()] == ["completed", "completed"]
+
+
+def test_an_interrupted_turn_stays_running_until_it_ends_after_the_resume() -> None:
+    world = TravelWorld()
+    eng = engine()
+
+    @tool
+    def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
+        """Book a hotel once a person approved it."""
+        interrupt("approve?")
+        return world.book_hotel(guest, city, nights)
+
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+                  say("booked"))
+    agent = create_agent(m, [*world_tools(world, ["book_flight", "cancel_flight",
+                                                  "cancel_hotel"]), book_hotel],
+                         middleware=[RACMiddleware(rac=eng)], checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-paused"}}
+    assert "__interrupt__" in agent.invoke(USER, cfg)
+    assert _status(eng) == "running"  # paused mid-turn, with the flight booked
+    agent.invoke(Command(resume="yes"), cfg)
+    assert _status(eng) == "completed"
+
+
+def test_a_run_opened_by_the_caller_is_left_to_the_caller() -> None:
+    world = TravelWorld()
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("ok"))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
+    with eng.run(agent_id="app") as run:
+        agent.invoke(USER)
+        assert run.status is rac.RunStatus.RUNNING
+    assert run.status is rac.RunStatus.COMPLETED
+
+
+def test_the_turn_key_never_shows_in_the_agents_state_or_output() -> None:
+    world = TravelWorld()
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("ok"))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
+                         checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-hidden"}}
+    chunks = list(agent.stream(USER, cfg, stream_mode="values"))
+    assert all(STATE_KEY not in c for c in chunks)
+    assert STATE_KEY not in agent.get_state(cfg).values
+    assert _status(eng) == "completed"
+
+
+def test_hook_called_outside_its_agents_graph_completes_the_run_after_the_step() -> None:
+    """A RACMiddleware hook used in a hand-built ToolNode has no end-of-turn signal: it falls
+    back to completing the run after each tool step, like rac_langgraph.tool_node."""
+    world = TravelWorld()
+    eng = engine()
+    mw = RACMiddleware(rac=eng)
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("ok"))
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda s: {"messages": [m.invoke(s["messages"])]})
+    graph.add_node("tools", ToolNode(world_tools(world), wrap_tool_call=mw.wrap_tool_call))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    graph.compile().invoke(USER)
+    assert _status(eng) == "completed"
+
+
+def test_the_middleware_adds_no_model_call_hook() -> None:
+    """create_agent wraps every wrap_model_call hook in a traced span on each model call; the
+    middleware only hooks tool calls, and its hooks carry their signature (see middleware.py)."""
+    mw = RACMiddleware(rac=engine())
+    assert type(mw).wrap_model_call is AgentMiddleware.wrap_model_call
+    assert type(mw).awrap_model_call is AgentMiddleware.awrap_model_call
+    for name in ("wrap_tool_call", "awrap_tool_call"):
+        hook = getattr(mw, name)
+        assert not inspect.ismethod(hook)
+        assert list(hook.__signature__.parameters) == ["request", "handler"]
+
+
+def test_concurrent_invocations_without_a_thread_id_get_a_run_each() -> None:
+    """Invocations of one agent running at the same time in threads, none with a thread id: each
+    invocation is one turn, so each gets one run holding its own two bookings."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    world = TravelWorld()
+    eng = engine()
+    both_started = threading.Barrier(4, timeout=10)
+
+    @tool
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a flight (waits until every invocation has started one)."""
+        both_started.wait()
+        return world.book_flight(passenger, origin, dest)
+
+    tools = [book_flight, *world_tools(world, ["book_hotel", "cancel_flight", "cancel_hotel"])]
+    mw = RACMiddleware(rac=eng)
+
+    def one(who: str) -> None:
+        m = model(turn(call("book_flight", **{**FLIGHT, "passenger": who})),
+                  turn(call("book_hotel", **{**HOTEL, "guest": who})), say("ok"))
+        create_agent(m, tools, middleware=[mw]).invoke({"messages": [("user", who)]})
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, ["ann", "bob", "cy", "dee"]))
+
+    runs = eng.store.list_runs()
+    assert len(runs) == 4 and {str(i.status) for i in runs} == {"completed"}
+    for info in runs:
+        recs = eng.store.get_records(info.run_id)
+        guests = {r.args.get("passenger") or r.args.get("guest") for r in recs}
+        assert [r.tool for r in recs] == ["book_flight", "book_hotel"] and len(guests) == 1

@@ -127,6 +127,7 @@ class RAC:
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
         self._normalizes = self._notify_records = self._notify_runs = False
+        self._normalize_one: Callable[..., Any] | None = None
         self._notify_rollbacks = False
         self._resolve_fast: Callable[..., Any] | None = None
         self._detect_fast: Callable[..., Any] | None = None
@@ -167,7 +168,12 @@ class RAC:
         if not hasattr(self, "plugin_manager"):
             return
         hook = self.plugin_manager.hook
-        self._normalizes = bool(hook.rac_normalize_result.get_hookimpls())
+        normalizers = hook.rac_normalize_result.get_hookimpls()
+        self._normalizes = bool(normalizers)
+        # One normalizer (an adapter's, usually): called directly, without pluggy's dispatch.
+        self._normalize_one = normalizers[0].function \
+            if len(normalizers) == 1 and not normalizers[0].hookwrapper \
+            and not normalizers[0].wrapper else None
         self._notify_rollbacks = bool(hook.rac_rollback_started.get_hookimpls()
                                       or hook.rac_rollback_finished.get_hookimpls())
         self._notify_records = bool(hook.rac_record_written.get_hookimpls())
@@ -193,6 +199,14 @@ class RAC:
         if len(impls) == 1 and impls[0].plugin_name == name:
             return cast(Callable[..., Any], impls[0].function)
         return None
+
+    def normalize_result(self, tool: str, result: Any) -> Any:
+        """``result`` as RAC reads it (``rac_normalize_result``; itself when no plugin changes
+        it)."""
+        one = self._normalize_one
+        norm = one(tool=tool, result=result) if one is not None \
+            else self.hook.rac_normalize_result(tool=tool, result=result)
+        return result if norm is None else norm
 
     def resolve_compensation(self, record: Any) -> Any:
         """How to undo ``record`` (through ``rac_resolve_compensation``), or None."""

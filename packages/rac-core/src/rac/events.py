@@ -14,6 +14,7 @@ Values are redacted before they are emitted (see :mod:`rac.serialize`), and
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -69,10 +70,8 @@ def info_enabled() -> bool:
     if not structlog.is_configured():
         return _std.isEnabledFor(logging.INFO)
     try:  # structlog's own record of its configuration: get_config() copies all of it
-        from structlog._config import _CONFIG
-
-        wrapper = _CONFIG.default_wrapper_class
-    except (ImportError, AttributeError):
+        wrapper = sys.modules["structlog._config"]._CONFIG.default_wrapper_class
+    except (KeyError, AttributeError):
         wrapper = structlog.get_config().get("wrapper_class")
     hit = _STRUCTLOG_INFO.get(id(wrapper))
     if hit is None or hit[0] is not wrapper:

@@ -251,7 +251,8 @@ class Run:
     def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
         """Make tools callable in this run (for compensations and alternatives), checking the
         engine's declarations that concern them."""
-        new = [self.engine.adapt_tool(t) for t in tools]
+        adapt = self.engine.adapt_tool
+        new = [t if type(t) is Tool else adapt(t) for t in tools]
         with self._lock:
             for t in new:
                 self._tools[t.name] = t
@@ -555,8 +556,7 @@ class Run:
             if ok:
                 value = raw
                 if engine._normalizes:
-                    norm = engine.hook.rac_normalize_result(tool=tool, result=raw)
-                    value = raw if norm is None else norm
+                    value = engine.normalize_result(tool, raw)
                 err = engine.detect_result_error(tool, value)
                 if err is None:
                     return True, raw, value, None, None
@@ -1035,8 +1035,7 @@ class Run:
         comp_tool = prep.comp.tool
         if check:
             if engine._normalizes:
-                norm = engine.hook.rac_normalize_result(tool=comp_tool, result=value)
-                value = value if norm is None else norm
+                value = engine.normalize_result(comp_tool, value)
             if (default_detect_result_error(value) if engine._detect_direct
                     else engine.detect_result_error(comp_tool, value)) is not None:
                 return None
@@ -1124,8 +1123,7 @@ class Run:
         else:
             value = raw
             if engine._normalizes:
-                norm = engine.hook.rac_normalize_result(tool=name, result=raw)
-                value = raw if norm is None else norm
+                value = engine.normalize_result(name, raw)
             err = default_detect_result_error(value) if engine._detect_direct \
                 else engine.detect_result_error(name, value)
             if err is None and not self._succeeded(rec, own_args, value):

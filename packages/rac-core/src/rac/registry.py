@@ -66,6 +66,7 @@ class CompensationRegistry:
                  alternatives: Mapping[str, Iterable[str]] | None = None,
                  read_only: Iterable[str] = ()) -> None:
         self.pairs: dict[str, Compensation] = {}
+        self._passed: set[tuple[Any, ...]] = set()
         self.alternatives: dict[str, list[str]] = {}
         self.read_only: set[str] = set()
         for name in read_only:
@@ -77,6 +78,7 @@ class CompensationRegistry:
 
     def add(self, tool: str, spec: CompensationSpec) -> Compensation:
         """Declare that ``spec`` undoes ``tool``. Raises ConfigurationError on a bad declaration."""
+        self._passed.clear()  # checks that passed may not pass any more
         if not isinstance(tool, str) or not tool:
             raise ConfigurationError(f"compensations: a tool name must be a non-empty string, "
                                      f"got {tool!r}")
@@ -128,6 +130,7 @@ class CompensationRegistry:
 
     def add_alternatives(self, tool: str, alternatives: Iterable[str]) -> None:
         """Declare tools to try, in order, when ``tool`` fails for good."""
+        self._passed.clear()  # checks that passed may not pass any more
         if isinstance(alternatives, str):
             raise ConfigurationError(
                 f"alternatives of {tool!r} must be a list of tool names, got the string "
@@ -144,6 +147,7 @@ class CompensationRegistry:
 
     def add_read_only(self, tool: str) -> None:
         """Declare that ``tool`` has no side effect: it is never compensated."""
+        self._passed.clear()  # checks that passed may not pass any more
         if tool in self.pairs:
             raise ConfigurationError(f"{tool!r} has a compensation and cannot be read-only")
         self.read_only.add(tool)
@@ -171,6 +175,17 @@ class CompensationRegistry:
                 and subjects.isdisjoint(self.alternatives):
             return  # nothing is declared about these tools
         known_set = set(known)
+        # An adapter checks the same tools for every run it opens: a check that passed is
+        # remembered (with the declarations' sizes, so a new declaration checks again).
+        passed = (frozenset(subjects) if subjects is not None else None, frozenset(known_set),
+                  len(self.pairs), len(self.alternatives))
+        if passed in self._passed:
+            return
+        self._check(known_set, subjects)
+        if len(self._passed) < 256:
+            self._passed.add(passed)
+
+    def _check(self, known_set: set[str], subjects: set[str] | None) -> None:
         for tool, comp in self.pairs.items():
             if subjects is not None and tool not in subjects:
                 continue

@@ -115,3 +115,15 @@ def test_idempotency_keys_are_stable_per_step_and_differ_across_runs(engine: rac
     assert len({action.idempotency_key, comp.idempotency_key,
                 b.records()[0].idempotency_key}) == 3
     assert all(len(k) == 24 for k in (action.idempotency_key, comp.idempotency_key))
+
+
+def test_an_intent_record_has_every_field_of_a_record(engine: rac.RAC) -> None:
+    import dataclasses
+
+    with engine.run() as run:
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+    rec = run._records[1]  # the run's own record, written field by field on the call path
+    values = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rac.Record)}
+    assert rac.Record(**values) == rec.copy()
+    assert (values["kind"], values["status"], values["attempts"], values["depends_on"]) == (
+        rac.RecordKind.ACTION, rac.RecordStatus.COMPLETED, 1, [])

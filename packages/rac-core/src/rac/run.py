@@ -473,10 +473,29 @@ class Run:
             deps = self._deps.dependencies(args) or _NO_DEPS
             if depends_on:
                 deps = sorted(set(deps) | set(depends_on))
-            rec = Record(self.run_id, seq, tool, _ACTION, _PENDING,
-                         agent_id or self.agent_id, scope, stored_args, None, None, 1,
-                         f"{self._key_prefix}a{seq:08x}", deps, None,
-                         alternative_of, True, read_only, None, now, now)
+            # Record(run_id, seq, tool, ACTION, PENDING, ...), field by field: every call
+            # writes one, and the constructor's frame and argument passing cost a few percent
+            rec = _new(Record)
+            rec.run_id = self.run_id
+            rec.seq = seq
+            rec.tool = tool
+            rec.kind = _ACTION
+            rec.status = _PENDING
+            rec.agent_id = agent_id or self.agent_id
+            rec.scope = scope
+            rec.args = stored_args
+            rec.result = None
+            rec.error = None
+            rec.attempts = 1
+            rec.idempotency_key = f"{self._key_prefix}a{seq:08x}"
+            rec.depends_on = deps
+            rec.compensates = None
+            rec.alternative_of = alternative_of
+            rec.compensable = True
+            rec.read_only = read_only
+            rec.note = None
+            rec.created_at = now
+            rec.updated_at = now
             if self._active_rollbacks:
                 for active in self._active_rollbacks:
                     if _in_scope(scope, active):  # a rollback of this scope is under way

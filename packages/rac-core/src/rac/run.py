@@ -882,16 +882,7 @@ class Run:
         if type(prep) is tuple:
             return prep
         assert isinstance(prep, _Prepared)
-        try:
-            first: tuple[bool, Any] = yield prep.invoke()
-        except BaseException as e:
-            self._interrupted(prep.crec, e)
-            raise
-        if first[0]:
-            done = self._compensated(prep, first[1])
-            if done is not None:
-                return done
-        return (yield from self._compensation_retries(prep, first))
+        return (yield from self._resume_compensation(_Retry(prep, None)))
 
     def _compensate_now(self, rec: Record, plans: _Plans
                         ) -> tuple[str, str | None, str | None] | _Retry:
@@ -921,7 +912,8 @@ class Run:
         return done if done is not None else _Retry(prep, (True, value))
 
     def _resume_compensation(self, retry: _Retry) -> Flow[tuple[str, str | None, str | None]]:
-        """Continue a compensation :meth:`_compensate_now` began."""
+        """Continue a compensation whose intent is written: make its first attempt through the
+        driver if none was made yet, then retry as its policy says."""
         first = retry.first
         if first is None:  # only awaitable: make the first attempt through the driver
             try:

@@ -78,22 +78,14 @@ class RACToolCalls:
                 return _as_message(request, name, _engine_tool(run, name).invoke(args))
             return execute(other)
 
-        turns, key = self.turns, run.run_id
-        lock, busy = turns.lock, turns.busy
-        with lock:
-            busy[key] = busy.get(key, 0) + 1
+        turns = self.turns
+        turns.enter(run)
         try:
             outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            with lock:
-                left = busy[key] - 1
-                if left:
-                    busy[key] = left
-                else:
-                    del busy[key]
-            if finish_step and not left:
+            if not turns.leave(run) and finish_step:
                 turns.finish_step(run)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]
@@ -122,22 +114,14 @@ class RACToolCalls:
                 return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
             return await execute(other)
 
-        turns, key = self.turns, run.run_id
-        lock, busy = turns.lock, turns.busy
-        with lock:
-            busy[key] = busy.get(key, 0) + 1
+        turns = self.turns
+        turns.enter(run)
         try:
             outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            with lock:
-                left = busy[key] - 1
-                if left:
-                    busy[key] = left
-                else:
-                    del busy[key]
-            if finish_step and not left:
+            if not turns.leave(run) and finish_step:
                 turns.finish_step(run)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]

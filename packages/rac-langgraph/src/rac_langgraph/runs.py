@@ -137,6 +137,23 @@ class TurnRuns:
         if converted:
             run.add_tools(converted)
 
+    def enter(self, run: rac.Run) -> None:
+        """A tool call of ``run`` starts (counted in ``busy``)."""
+        key = run.run_id
+        with self.lock:
+            self.busy[key] = self.busy.get(key, 0) + 1
+
+    def leave(self, run: rac.Run) -> int:
+        """A tool call of ``run`` ended; how many of its calls are still running."""
+        key = run.run_id
+        with self.lock:
+            left = self.busy[key] - 1
+            if left:
+                self.busy[key] = left
+            else:
+                del self.busy[key]
+        return left
+
     def finish_step(self, run: rac.Run) -> None:
         """The last running call of ``run`` ended, in a graph with no end-of-turn signal: mark
         the run completed (unless the caller opened it around the invocation)."""

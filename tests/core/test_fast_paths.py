@@ -127,3 +127,97 @@ def test_an_intent_record_has_every_field_of_a_record(engine: rac.RAC) -> None:
     assert rac.Record(**values) == rec.copy()
     assert (values["kind"], values["status"], values["attempts"], values["depends_on"]) == (
         rac.RecordKind.ACTION, rac.RecordStatus.COMPLETED, 1, [])
+
+
+def _booking_tools(cancelled: list[str]) -> list[rac.Tool]:
+    def book(passenger: str) -> dict[str, Any]:
+        return {"booking_id": f"BK-{passenger}"}
+
+    def cancel(booking_id: str) -> dict[str, Any]:
+        cancelled.append(booking_id)
+        return {"cancelled": booking_id}
+
+    return [rac.Tool.from_function(book), rac.Tool.from_function(cancel)]
+
+
+def test_a_tool_set_offered_to_many_runs_lets_each_compensate() -> None:
+    cancelled: list[str] = []
+    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+    tools = engine.tool_set(_booking_tools(cancelled))
+    assert sorted(t.name for t in tools) == ["book", "cancel"] and len(tools) == 2
+    for who in ("ann", "bob"):
+        run = engine.run()
+        run.add_tools(tools)
+        run.execute("book", {"passenger": who}, lambda n, a: tools.by_name[n].invoke(a))
+        run.rollback("the user cancelled")
+        assert run.status is rac.RunStatus.COMPENSATED
+    assert cancelled == ["BK-ann", "BK-bob"]
+    assert tools.checked_at == engine.registry.version  # checked once, then trusted
+
+
+def test_a_tool_set_is_checked_again_after_the_declarations_change() -> None:
+    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+    tools = engine.tool_set(_booking_tools([]))
+    engine.run().add_tools(tools)
+    engine.registry.add("book", "refund")  # a compensator neither the set nor the engine has
+    with pytest.raises(rac.ConfigurationError, match="unknown compensating tool 'refund'"):
+        engine.run().add_tools(tools)
+
+
+def test_a_tool_set_completed_by_tools_the_run_already_has_passes_its_check() -> None:
+    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+    book, cancel = _booking_tools([])
+    run = engine.run()
+    run.add_tools([cancel])  # another agent of the turn offered the compensator
+    run.add_tools(engine.tool_set([book]))
+    assert run.tool("book") is book and run.tool("cancel") is cancel
+
+
+def test_a_tool_set_holds_rac_tools_only() -> None:
+    with pytest.raises(TypeError, match="RAC.tool_set"):
+        rac.ToolSet([print], engine=rac.RAC(load_entrypoints=False))  # type: ignore[list-item]
+
+
+def test_the_memory_log_keeps_the_runs_own_row_and_reads_return_copies(
+        engine: rac.RAC) -> None:
+    with engine.run(agent_id="a1") as run:
+        run.call("book_flight", passenger="a", origin="X", dest="Y")
+        info = engine.store.get_run(run.run_id)
+        assert info is not None and info.status is rac.RunStatus.RUNNING
+        info.status = rac.RunStatus.NEEDS_ATTENTION  # a read is a copy
+    row = engine.store.get_run(run.run_id)
+    assert row is not None and (row.status, row.agent_id) == (rac.RunStatus.COMPLETED, "a1")
+    assert row.updated_at >= row.created_at
+    with pytest.raises(rac.ConflictError, match="already exists"):
+        engine.run(run_id=run.run_id).finish()
+
+
+def test_a_run_is_busy_while_one_of_its_calls_is_under_way(engine: rac.RAC) -> None:
+    seen: list[bool] = []
+    run = engine.run()
+
+    def invoke(name: str, args: dict[str, Any]) -> Any:
+        seen.append(run.busy)
+        return {"ok": True}
+
+    assert not run.busy
+    run.execute("get_weather", {"city": "Rome"}, invoke)
+    assert seen == [True] and not run.busy
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ('{"a": [1, 2]}', {"a": [1, 2]}),
+    ('  [1, "x"]\n', [1, "x"]),
+    ("{}", {}),
+    ('{"a": 1} trailing}', '{"a": 1} trailing}'),
+    ("[1] [2]", "[1] [2]"),
+    ("{not json}", "{not json}"),
+    ("[", "["),
+    ("", ""),
+    ("plain text", "plain text"),
+])
+def test_tool_results_given_as_text_are_read_as_json_only_when_they_are(
+        text: str, read: Any) -> None:
+    from rac.serialize import as_fields
+
+    assert as_fields(text) == read

@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "RetryPolicy": "rac.retry",
     "MemoryStore": "rac.stores", "SQLiteStore": "rac.stores", "Store": "rac.stores",
     "open_store": "rac.stores",
-    "Tool": "rac.tools",
+    "Tool": "rac.tools", "ToolSet": "rac.tools",
 }
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "SystemClock",
     "Tool",
     "ToolCallFailed",
+    "ToolSet",
     "TransientError",
     "current_run",
     "hookimpl",
@@ -97,7 +98,7 @@ if TYPE_CHECKING:
     from rac.retry import RetryPolicy
     from rac.run import CallOutcome, Run, Scope, current_run
     from rac.stores import MemoryStore, SQLiteStore, Store, open_store
-    from rac.tools import Tool
+    from rac.tools import Tool, ToolSet
 
 
 def __getattr__(name: str) -> Any:

@@ -29,7 +29,7 @@ from rac.retry import RetryPolicy
 from rac.run import Run, current_run
 from rac.serialize import DEFAULT_MAX_CHARS
 from rac.stores import Store, open_store
-from rac.tools import Tool, as_tool, tools_by_name
+from rac.tools import Tool, ToolSet, as_tool, tools_by_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 NoCompensationPolicy = Literal["warn", "assume_read_only", "refuse"]
@@ -241,6 +241,11 @@ class RAC:
         """Declare exceptions that are control flow of a framework (interrupts, hand-offs): RAC
         lets them through untouched and never treats them as failures."""
         self.passthrough = tuple(dict.fromkeys([*self.passthrough, *exc_types]))
+
+    def tool_set(self, tools: Iterable[Tool | Callable[..., Any]]) -> ToolSet:
+        """``tools`` adapted once, for :meth:`Run.add_tools` to take cheaply run after run
+        (an adapter offering an agent's tools to the run of each of its turns)."""
+        return ToolSet([self.adapt_tool(t) for t in tools], engine=self)
 
     def adapt_tool(self, obj: Any, name: str | None = None) -> Tool:
         """A :class:`rac.Tool` for ``obj``: itself, a framework tool adapted by a plugin

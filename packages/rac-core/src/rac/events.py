@@ -60,21 +60,43 @@ def run_logger(**context: Any) -> tuple[Any, bool]:
 _STRUCTLOG_INFO: dict[int, tuple[Any, bool]] = {}
 
 
+_PUBLIC_API = object()
+_STRUCTLOG_CONFIG: Any = None
+
+
+def _structlog_config() -> Any:
+    """structlog's configuration object, read directly (or _PUBLIC_API if it has none)."""
+    global _STRUCTLOG_CONFIG
+    import structlog  # noqa: F401 - loads structlog._config
+
+    config = getattr(sys.modules.get("structlog._config"), "_CONFIG", None)
+    if config is None or not hasattr(config, "is_configured") \
+            or not hasattr(config, "default_wrapper_class"):
+        config = _PUBLIC_API
+    _STRUCTLOG_CONFIG = config
+    return config
+
+
 def info_enabled() -> bool:
     """Whether RAC's info-level events would go anywhere now: the ``"rac"`` logger's level
     under the standard library, or, under an application's structlog configuration, its
     bound logger's ``is_enabled_for`` (True when it has none). Cheap: runs ask when they
     start and skip building events nobody receives."""
-    import structlog
+    config = _STRUCTLOG_CONFIG or _structlog_config()
+    if config is not _PUBLIC_API:  # structlog's own record (get_config() copies all of it)
+        if not config.is_configured:
+            return _std.isEnabledFor(logging.INFO)
+        wrapper = config.default_wrapper_class
+    else:
+        import structlog as public
 
-    if not structlog.is_configured():
-        return _std.isEnabledFor(logging.INFO)
-    try:  # structlog's own record of its configuration: get_config() copies all of it
-        wrapper = sys.modules["structlog._config"]._CONFIG.default_wrapper_class
-    except (KeyError, AttributeError):
-        wrapper = structlog.get_config().get("wrapper_class")
+        if not public.is_configured():
+            return _std.isEnabledFor(logging.INFO)
+        wrapper = public.get_config().get("wrapper_class")
     hit = _STRUCTLOG_INFO.get(id(wrapper))
     if hit is None or hit[0] is not wrapper:
+        import structlog
+
         probe = structlog.get_logger(_STDLIB_NAME).bind()
         enabled_for = getattr(probe, "is_enabled_for", None)
         hit = (wrapper, bool(enabled_for(logging.INFO)) if callable(enabled_for) else True)

@@ -67,6 +67,9 @@ class CompensationRegistry:
                  read_only: Iterable[str] = ()) -> None:
         self.pairs: dict[str, Compensation] = {}
         self._passed: set[tuple[Any, ...]] = set()
+        #: Bumped by every change to the declarations: a check that passed at one version
+        #: holds until the next (see :class:`rac.ToolSet`).
+        self.version = 0
         self.alternatives: dict[str, list[str]] = {}
         self.read_only: set[str] = set()
         for name in read_only:
@@ -79,6 +82,7 @@ class CompensationRegistry:
     def add(self, tool: str, spec: CompensationSpec) -> Compensation:
         """Declare that ``spec`` undoes ``tool``. Raises ConfigurationError on a bad declaration."""
         self._passed.clear()  # checks that passed may not pass any more
+        self.version += 1
         if not isinstance(tool, str) or not tool:
             raise ConfigurationError(f"compensations: a tool name must be a non-empty string, "
                                      f"got {tool!r}")
@@ -131,6 +135,7 @@ class CompensationRegistry:
     def add_alternatives(self, tool: str, alternatives: Iterable[str]) -> None:
         """Declare tools to try, in order, when ``tool`` fails for good."""
         self._passed.clear()  # checks that passed may not pass any more
+        self.version += 1
         if isinstance(alternatives, str):
             raise ConfigurationError(
                 f"alternatives of {tool!r} must be a list of tool names, got the string "
@@ -148,6 +153,7 @@ class CompensationRegistry:
     def add_read_only(self, tool: str) -> None:
         """Declare that ``tool`` has no side effect: it is never compensated."""
         self._passed.clear()  # checks that passed may not pass any more
+        self.version += 1
         if tool in self.pairs:
             raise ConfigurationError(f"{tool!r} has a compensation and cannot be read-only")
         self.read_only.add(tool)

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from rac.classify import Classification, ErrorKind, default_detect_result_error
 from rac.dependencies import DependencyIndex, first_result_id
 from rac.effects import Flow, Invoke, Sleep, drive_async, drive_sync
-from rac.errors import CompensationMappingError, NoCompensationError, ToolCallFailed
+from rac.errors import (
+    CompensationMappingError,
+    ConfigurationError,
+    NoCompensationError,
+    ToolCallFailed,
+)
 from rac.events import info_enabled, run_logger
 from rac.mapping import IDEMPOTENCY_PARAM, copies_fields, field_plan, map_positional
 from rac.models import (
@@ -39,7 +44,7 @@ from rac.registry import Compensation
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.retry import RetryPolicy
 from rac.serialize import _redact_text, plain_copy, store_value
-from rac.tools import Tool
+from rac.tools import Tool, ToolSet
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -199,6 +204,20 @@ class Run:
     exception rolls the run back and lets the exception go on.
     """
 
+    #: The report of this run's last rollback, if any.
+    last_report: RecoveryReport | None = None
+    # Defaults every run starts with, as class attributes (an adapter may open a run per agent
+    # turn): a run sets its own when one changes.
+    _rng_instance: random.Random | None = None
+    _started = False
+    _events: Any = None
+    _info = True  # whether info-level events go anywhere (set when the run starts)
+    _nested = False  # set once a nested scope is opened (see execute)
+    _scopes_opened = 0
+    _tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] | None = None
+    #: The memory store's row of this run, which the run changes in place (see _start).
+    _row: RunInfo | None = None
+
     def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
                  tools: Iterable[Tool | Callable[..., Any]] | None = None) -> None:
         self.engine = engine
@@ -211,13 +230,9 @@ class Run:
             self._key_prefix = bits
         self.agent_id = agent_id or engine.agent_id
         self.status = _R_RUNNING
-        self.last_report: RecoveryReport | None = None
         self._tools: dict[str, Tool] = {}
         self._lock = _RLock()
         self._seq = itertools.count(1)
-        self._scope_ids = itertools.count(1)
-        self._nested = False  # set once a nested scope is opened (see execute)
-        self._records: dict[int, Record] = {}
         self._raw: dict[int, tuple[dict[str, Any], Any]] = {}
         self._in_flight: set[int] = set()
         # seq -> scope of the rollback that started while the call was running: undone when it
@@ -227,16 +242,11 @@ class Run:
         self._claimed: set[int] = set()
         self._active_rollbacks: list[str] = []
         self._deps = DependencyIndex()
-        self._rng_instance: random.Random | None = None
-        self._started = False
-        self._events: Any = None
-        self._info = True  # whether info-level events go anywhere (set when the run starts)
         # A store that holds the run's own record objects (the memory store) needs no update
         # calls: changing a record is writing it.
         self._shared = bool(getattr(engine.store, "shares_records", False))
-        if self._shared:  # the memory store's table of this run is the run's own
-            self._records = engine.store.run_table(self.run_id)  # type: ignore[attr-defined]
-        self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
+        #: seq -> record; with the memory store, its own table of this run from the start on
+        self._records: dict[int, Record] = {}
         if tools:
             self.add_tools(tools)
 
@@ -248,9 +258,16 @@ class Run:
         return self._rng_instance
 
     # -- tools ---------------------------------------------------------------------------------
-    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]] | ToolSet) -> None:
         """Make tools callable in this run (for compensations and alternatives), checking the
-        engine's declarations that concern them."""
+        engine's declarations that concern them. A :class:`rac.ToolSet` of this engine that
+        passed that check under the current declarations is added without another."""
+        if type(tools) is ToolSet and tools.engine is self.engine:
+            registry = self.engine.registry
+            if tools.checked_at == registry.version or self._check_tool_set(tools):
+                with self._lock:
+                    self._tools.update(tools.by_name)
+                return
         adapt = self.engine.adapt_tool
         new = [t if type(t) is Tool else adapt(t) for t in tools]
         with self._lock:
@@ -258,6 +275,20 @@ class Run:
                 self._tools[t.name] = t
         self.engine.registry.check_known(
             set(self._tools) | set(self.engine.tools), only_for=[t.name for t in new])
+
+    def _check_tool_set(self, tools: ToolSet) -> bool:
+        """Check a tool set against the declarations with the engine's tools alone, and
+        remember that it passed; False if it needs this run's other tools (the general path
+        checks with them)."""
+        engine = self.engine
+        version = engine.registry.version
+        try:
+            engine.registry.check_known(set(tools.by_name) | set(engine.tools),
+                                        only_for=list(tools.by_name))
+        except ConfigurationError:
+            return False
+        tools.checked_at = version
+        return True
 
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name`` in this run or the engine, or None."""
@@ -268,8 +299,12 @@ class Run:
         if self._started:
             return
         now = self.engine.clock.now()
-        self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, _R_RUNNING,
-                                             now, now, owner=self.engine.owner))
+        row = RunInfo(self.run_id, self.agent_id, _R_RUNNING, now, now, self.engine.owner)
+        if self._shared:  # the memory store keeps this row and table as the log's
+            self._records = self.engine.store.adopt_run(row)  # type: ignore[attr-defined]
+            self._row = row  # (see _set_status)
+        else:
+            self.engine.store.create_run(row)
         self._started = True
         # Whether info events go anywhere, decided once for the run; the bound logger itself
         # is made when the first event is emitted.
@@ -282,12 +317,19 @@ class Run:
 
     def __enter__(self) -> Run:
         self._start()
+        if self._tokens is None:
+            self._tokens = []
         self._tokens.append((_CURRENT_RUN.set(self), _CURRENT_SCOPE.set((self, "0"))))
         return self
 
+    def _pop_tokens(self) -> tuple[Token[Run | None], Token[tuple[Run, str] | None]]:
+        if not self._tokens:
+            raise RuntimeError(f"run {self.run_id} was left without being entered")
+        return self._tokens.pop()
+
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        tokens = self._tokens.pop()
+        tokens = self._pop_tokens()
         try:
             reason = self._abort_reason(exc)
             if reason is not None:
@@ -302,7 +344,7 @@ class Run:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        tokens = self._tokens.pop()
+        tokens = self._pop_tokens()
         try:
             reason = self._abort_reason(exc)
             if reason is not None:
@@ -339,13 +381,23 @@ class Run:
                      or (r.status is _PENDING and r.seq not in self._in_flight))
                 for r in self._records.values())
 
+    @property
+    def busy(self) -> bool:
+        """True while a call of this run is under way (begun, not yet settled). An adapter that
+        marks runs completed itself (see :meth:`finish`) leaves a busy run running: another
+        agent of the same turn still has a call in it."""
+        return bool(self._in_flight)
+
     def finish(self) -> None:
         """Mark the run completed if it is running (a rolled-back run keeps its status).
 
         For adapters whose framework has no block to wrap the run in: the run stays joinable,
         and a later call sets it running again."""
-        self._start()
-        self._finish()
+        if not self._started:
+            self._start()
+        with self._lock:
+            if self.status is _R_RUNNING:
+                self._set_status(_R_COMPLETED)
 
     def _finish(self) -> None:
         with self._lock:
@@ -356,7 +408,10 @@ class Run:
         """A nested transaction scope: a failure inside it rolls back only what it did."""
         parent = self.current_scope()
         self._nested = True
-        return Scope(self, f"{parent}.{next(self._scope_ids)}")
+        with self._lock:
+            self._scopes_opened += 1
+            n = self._scopes_opened
+        return Scope(self, f"{parent}.{n}")
 
     def current_scope(self) -> str:
         """The id of the innermost scope open in this context ("0" is the run itself)."""
@@ -374,8 +429,13 @@ class Run:
         if previous is status:
             return
         self.status = status
-        self.engine.store.update_run(self.run_id, status=status,
-                                     updated_at=self.engine.clock.now())
+        row = self._row
+        if row is not None:  # the log's own row (memory store): changed in place
+            row.status = status
+            row.updated_at = self.engine.clock.now()
+        else:
+            self.engine.store.update_run(self.run_id, status=status,
+                                         updated_at=self.engine.clock.now())
         if self._info or status is _R_NEEDS_ATTENTION:
             self._event("rac.run", level="warning" if status is _R_NEEDS_ATTENTION else "info",
                         status=str(status), previous=str(previous))

@@ -6,8 +6,9 @@ import dataclasses
 import functools
 import hashlib
 import json
+import json.scanner
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: Keys whose values are replaced by :data:`REDACTED` wherever they appear.
@@ -69,6 +70,11 @@ def is_secret_key(key: str) -> bool:
 
 #: String keys known not to name a secret; bounded, read on every call.
 _PLAIN_KEY_SET: set[str] = set()
+_OPENERS = ("{", "[")
+_CLOSERS = ("}", "]")
+#: The standard decoder's scanner: (value, end index) of the JSON text starting at an index
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder())  # type: ignore[arg-type]  # typeshed types the factory as its own arg
 _SCALAR_TYPES = frozenset({int, float, bool, type(None)})
 
 
@@ -120,13 +126,16 @@ def as_fields(value: Any) -> Any:
     Used for mapping arguments and detecting errors; returns the value unchanged when it has no
     structure (a plain string, a number).
     """
-    if isinstance(value, str):
-        s = value.strip()
-        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
+    if type(value) is str or isinstance(value, str):
+        s = value if value[:1] in _OPENERS and value[-1:] in _CLOSERS else value.strip()
+        if s[:1] in _OPENERS and s[-1:] in _CLOSERS:
+            # json.loads minus its checks and whitespace scans: s is a str, and starts and
+            # ends with a bracket (tool results are read on every call)
             try:
-                return json.loads(s)
-            except ValueError:
+                parsed, end = _scan_json(s, 0)
+            except (ValueError, StopIteration):
                 return value
+            return parsed if end == len(s) else value
         return value
     if isinstance(value, Mapping):
         return value

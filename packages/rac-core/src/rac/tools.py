@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rac.engine import RAC
 
 SyncCall = Callable[[dict[str, Any]], Any]
 AsyncCall = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -71,6 +75,44 @@ class Tool:
             return cls(tool_name, acall=acall, params=params, required=required, description=doc)
         return cls(tool_name, call=lambda args: fn(**args), params=params, required=required,
                    description=doc)
+
+
+
+class ToolSet:
+    """A fixed set of tools, prepared once and offered to many runs.
+
+    An adapter that opens a run per agent turn offers the agent's tools to each of them (so
+    compensators and alternatives can be called). Build the set once with
+    :meth:`rac.RAC.tool_set`; :meth:`rac.Run.add_tools` then costs one dict update instead of
+    adapting the tools and checking the engine's declarations against them again. The check
+    is remembered per set and made again after the declarations change. Iterating a set
+    gives its tools, so it is accepted wherever a list of tools is.
+    """
+
+    __slots__ = ("engine", "by_name", "checked_at")
+
+    def __init__(self, tools: Sequence[Tool], *, engine: RAC) -> None:
+        by_name: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"a ToolSet holds rac.Tool objects, got {type(t).__name__}: "
+                                f"{t!r}; build it with RAC.tool_set(), which adapts them")
+            by_name[t.name] = t
+        #: the engine whose declarations the set is checked against
+        self.engine = engine
+        #: name -> tool (read only: a set never changes once built)
+        self.by_name: Mapping[str, Tool] = MappingProxyType(by_name)
+        #: the registry version the set last passed its check at (-1: not checked yet)
+        self.checked_at = -1
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.by_name.values())
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    def __repr__(self) -> str:
+        return f"ToolSet({sorted(self.by_name)})"
 
 
 def signature_params(fn: Callable[..., Any]) -> tuple[list[str] | None, list[str]]:

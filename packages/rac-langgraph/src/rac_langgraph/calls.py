@@ -78,15 +78,13 @@ class RACToolCalls:
                 return _as_message(request, name, _engine_tool(run, name).invoke(args))
             return execute(other)
 
-        turns = self.turns
-        turns.enter(run)
         try:
             outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            if not turns.leave(run) and finish_step:
-                turns.finish_step(run)
+            if finish_step:
+                self.turns.finish_step(run)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]
         return _failed(outcome, request)
@@ -114,15 +112,13 @@ class RACToolCalls:
                 return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
             return await execute(other)
 
-        turns = self.turns
-        turns.enter(run)
         try:
             outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
             return refused.message
         finally:
-            if not turns.leave(run) and finish_step:
-                turns.finish_step(run)
+            if finish_step:
+                self.turns.finish_step(run)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]
         return _failed(outcome, request)
@@ -132,7 +128,8 @@ class RACToolCalls:
         """The agent id for a call made with ``config``."""
         if self.agent_id is not None:
             return self.agent_id
-        name = ((config or {}).get("metadata") or {}).get("lc_agent_name")
+        metadata = config.get("metadata") if config else None
+        name = metadata.get("lc_agent_name") if metadata else None
         return str(name) if name else self.engine.agent_id
 
     def _join(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
@@ -143,10 +140,11 @@ class RACToolCalls:
             # A create_agent invocation of RACMiddleware's agent: one invocation is one turn,
             # so its first tool call finds the run and the others reuse it.
             run = turn.run
-            if run is None:
-                run, agent, explicit = self._find(request)
-                turn.agent, turn.own, turn.run = agent, not explicit, run
-            return run, turn.agent, False
+            if run is not None:
+                return run, turn.agent, False
+            run, agent, explicit = self._find(request)
+            turn.run, turn.agent, turn.own = run, agent, not explicit
+            return run, agent, False
         run, agent, _ = self._find(request)
         # No end-of-turn signal: a hand-built graph, or a middleware hook called outside its
         # agent's graph. Finish the run after the step, so a finished turn is never left running.
@@ -159,15 +157,18 @@ class RACToolCalls:
         runtime = request.runtime
         config = getattr(runtime, "config", None)
         agent = self.agent_id
-        if agent is None:
-            name = ((config or {}).get("metadata") or {}).get("lc_agent_name")
+        if agent is None:  # agent_of, spelled out: this is on the first call of every turn
+            metadata = config.get("metadata") if config else None
+            name = metadata.get("lc_agent_name") if metadata else None
             agent = str(name) if name else self.engine.agent_id
-        turns = self.turns
-        run = self.engine.current_run()
-        explicit = run is not None
-        if run is None:
-            run = turns.turn_run(request.state, config, agent)
-        turns.offer_tools(run, getattr(runtime, "tools", None) or ())
+        run = rac.current_run()
+        if run is not None and run.engine is self.engine:
+            explicit = True
+        else:
+            run, explicit = self.turns.turn_run(request.state, config, agent), False
+        tools = getattr(runtime, "tools", None)
+        if tools:
+            self.turns.offer_tools(run, tools)
         return run, agent, explicit
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:

@@ -25,37 +25,55 @@ import rac
 from rac_langgraph.tools import as_rac_tool
 
 TurnKey = tuple[str | None, str, str]
+#: (thread id, parent checkpoint namespace): the turns that follow one another
+TurnGroup = tuple[str | None, str]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 _REGISTRIES_LOCK = threading.Lock()
 _RUNNING = rac.RunStatus.RUNNING
 
 
-def turn_key(state: Any, config: Mapping[str, Any] | None) -> tuple[TurnKey, str]:
+def turn_key(state: Any, config: Mapping[str, Any] | None) -> tuple[TurnKey, TurnGroup]:
     """The key of the turn a graph step belongs to, and the group of turns it follows in.
 
     The group is the thread and the graph level (the checkpoint namespace without its last
     task): a new turn in the same group means the group's previous turn is over.
     """
-    configurable = (config or {}).get("configurable") or {}
+    configurable = config.get("configurable") if config else None
+    key = _turn_key(state, configurable or _NO_CONFIG)
+    return key, _group(key, configurable or _NO_CONFIG)
+
+
+_NO_CONFIG: Mapping[str, Any] = {}
+
+
+def _group(key: TurnKey, configurable: Mapping[str, Any]) -> TurnGroup:
+    ns = configurable.get("checkpoint_ns")
+    return key[0], (str(ns).rpartition("|")[0] if ns else "")
+
+
+def _turn_key(state: Any, configurable: Mapping[str, Any]) -> TurnKey:
     thread = configurable.get("thread_id")
-    thread = None if thread is None else str(thread)
-    ns = str(configurable.get("checkpoint_ns") or "")
-    group = f"{thread}|{ns.rpartition('|')[0]}"
+    if thread is not None and type(thread) is not str:
+        thread = str(thread)
     if type(state) is dict or isinstance(state, Mapping):
         messages = state.get("messages")
-    elif isinstance(state, list):
-        messages = state
     else:
-        messages = getattr(state, "messages", None)
-    if type(messages) is not list and not isinstance(messages, Sequence):
-        messages = ()
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if getattr(m, "type", None) == "human":
-            return (thread, "human", str(getattr(m, "id", None) or f"#{i}")), group
+        messages = state if isinstance(state, list) else getattr(state, "messages", None)
+    if type(messages) is list or isinstance(messages, Sequence):
+        for m in reversed(messages):
+            if getattr(m, "type", None) == "human":
+                mid = getattr(m, "id", None)
+                if mid:
+                    return thread, "human", mid if type(mid) is str else str(mid)
+                # a message without an id: its position anchors the turn
+                return thread, "human", f"#{_position(messages, m)}"
     # No user message to anchor the turn: the step itself is the scope.
-    return (thread, "step", ns), group
+    return thread, "step", str(configurable.get("checkpoint_ns") or "")
+
+
+def _position(messages: Sequence[Any], message: Any) -> int:
+    return next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is message)
 
 
 class TurnRuns:
@@ -69,95 +87,77 @@ class TurnRuns:
     def __init__(self, engine: rac.RAC, limit: int = 512) -> None:
         self.engine = engine
         self.limit = limit
-        #: Guards the registry; ``busy`` (run id -> number of its calls running) too.
-        self.lock = self._lock = threading.Lock()
+        #: Guards the registry.
+        self._lock = threading.Lock()
         self._runs: OrderedDict[TurnKey, rac.Run] = OrderedDict()
-        self._latest: dict[str, TurnKey] = {}
-        #: run id -> the tool sets (tuples of tool ids) offered to the run
-        self._offered: dict[str, set[tuple[int, ...]]] = {}
-        #: tool set -> its tools converted for RAC, and the tools themselves
-        self._converted: dict[tuple[int, ...], list[rac.Tool]] = {}
-        self._keep: dict[tuple[int, ...], list[Any]] = {}
-        self.busy: dict[str, int] = {}
-
-    def run_for(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
-        """The run a tool call of this turn joins (opened on first use); a run the caller opened
-        around the invocation takes precedence."""
-        explicit = self.engine.current_run()
-        if explicit is not None:
-            return explicit
-        return self.turn_run(state, config, agent_id)
+        self._latest: dict[TurnGroup, TurnKey] = {}
+        #: the ids of a list of agent tools -> their rac.ToolSet, and the tools themselves
+        #: (kept, so the ids stay theirs)
+        self._tool_sets: dict[tuple[int, ...], tuple[rac.ToolSet, list[Any]]] = {}
 
     def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
         """The run of the turn ``state``/``config`` belong to (opened on first use)."""
-        key, group = turn_key(state, config)
-        ended: list[rac.Run] = []
-        with self._lock:
-            run = self._runs.get(key)
-            if run is None:
-                run = self.engine.run(agent_id=agent_id)
-                self._runs[key] = run
-                previous = self._latest.get(group)
-                if previous is not None and previous != key:
-                    old = self._runs.pop(previous, None)
-                    if old is not None:
-                        ended.append(old)
-                self._latest[group] = key
-                while len(self._runs) > self.limit:
-                    ended.append(self._runs.popitem(last=False)[1])
-            else:
-                self._runs.move_to_end(key)
-            for old in ended:
-                self._offered.pop(old.run_id, None)
+        configurable = config.get("configurable") if config else None
+        if not configurable:
+            configurable = _NO_CONFIG
+        key = _turn_key(state, configurable)
+        runs = self._runs
+        lock = self._lock
+        lock.acquire()  # not `with`: this is on the first tool call of every turn
+        try:
+            run = runs.get(key)
+            if run is not None:
+                runs.move_to_end(key)
+                return run
+            run = self.engine.run(agent_id=agent_id)
+            runs[key] = run
+            ended = self._opened(key, _group(key, configurable))
+        finally:
+            lock.release()
         for old in ended:
             if old.status is _RUNNING:  # the turn's own end usually finished it already
                 finish(old)
         return run
 
+    def _opened(self, key: TurnKey, group: TurnGroup) -> list[rac.Run]:
+        """Book a new turn (under the lock); the runs it ends: the group's previous turn, and
+        the oldest beyond ``limit``."""
+        ended: list[rac.Run] = []
+        latest = self._latest
+        previous = latest.get(group)
+        latest[group] = key
+        runs = self._runs
+        if previous is not None and previous != key:
+            old = runs.pop(previous, None)
+            if old is not None:
+                ended.append(old)
+        if len(runs) > self.limit:
+            while len(runs) > self.limit:
+                ended.append(runs.popitem(last=False)[1])
+            if len(latest) > 2 * self.limit:  # groups whose turns were all evicted
+                self._latest = {g: k for g, k in latest.items() if k in runs}
+        return ended
+
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
         """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
+        if not tools:
+            return
         key = tuple(map(id, tools))
-        with self._lock:
-            converted = self._converted.get(key)
-            offered = self._offered.get(run.run_id)
-            if offered is None:
-                offered = self._offered[run.run_id] = set()
-            elif key in offered:
-                return
-            offered.add(key)
-        if converted is None:  # a tool set not seen before (one per ToolNode, usually)
+        hit = self._tool_sets.get(key)
+        if hit is None:  # a list of tools not seen before (one per ToolNode, usually)
             converted = [as_rac_tool(t) for t in tools if isinstance(t, BaseTool)]
+            hit = (self.engine.tool_set(converted), list(tools))
             with self._lock:
-                if len(self._converted) >= self.limit:
-                    self._converted.clear()
-                    self._keep.clear()
-                # The tools are kept with their conversion, so their ids stay theirs.
-                self._converted[key] = converted
-                self._keep[key] = list(tools)
-        if converted:
-            run.add_tools(converted)
-
-    def enter(self, run: rac.Run) -> None:
-        """A tool call of ``run`` starts (counted in ``busy``)."""
-        key = run.run_id
-        with self.lock:
-            self.busy[key] = self.busy.get(key, 0) + 1
-
-    def leave(self, run: rac.Run) -> int:
-        """A tool call of ``run`` ended; how many of its calls are still running."""
-        key = run.run_id
-        with self.lock:
-            left = self.busy[key] - 1
-            if left:
-                self.busy[key] = left
-            else:
-                del self.busy[key]
-        return left
+                if len(self._tool_sets) >= self.limit:
+                    self._tool_sets.clear()
+                self._tool_sets[key] = hit
+        run.add_tools(hit[0])
 
     def finish_step(self, run: rac.Run) -> None:
-        """The last running call of ``run`` ended, in a graph with no end-of-turn signal: mark
-        the run completed (unless the caller opened it around the invocation)."""
-        if self.engine.current_run() is not run:
+        """A call of ``run`` ended in a graph with no end-of-turn signal: mark the run
+        completed if none of its calls is still running (unless the caller opened it around the
+        invocation)."""
+        if not run.busy and self.engine.current_run() is not run:
             finish(run)
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
@@ -170,9 +170,8 @@ class TurnRuns:
     def end(self, run: rac.Run) -> None:
         """An agent's turn is over: mark ``run`` completed, unless a call of it is still running
         (another agent of the turn, e.g. one that runs this agent inside a tool, ends it)."""
-        if run.status is not _RUNNING or run.run_id in self.busy:
-            return
-        run.finish()
+        if run.status is _RUNNING and not run.busy:
+            run.finish()
 
     def close(self) -> None:
         """Finish and forget every run this registry opened."""
@@ -180,7 +179,6 @@ class TurnRuns:
             runs = list(self._runs.values())
             self._runs.clear()
             self._latest.clear()
-            self._offered.clear()
         for run in runs:
             finish(run)
 

@@ -221,3 +221,20 @@ def test_tool_results_given_as_text_are_read_as_json_only_when_they_are(
     from rac.serialize import as_fields
 
     assert as_fields(text) == read
+
+
+@pytest.mark.parametrize(("result", "failed"), [
+    ({"booking_id": "B1", "status": "confirmed"}, None),
+    ({"status": "failed"}, "status 'failed'"),
+    ({"status": "Error", "message": "card declined"}, "card declined"),
+    ({"status": "fine", "ok": False}, "ok is false"),
+    ({"status": "done", "error": "no seats"}, "no seats"),
+    ({"status": 3}, None),
+    ({"status": None, "success": False, "detail": "closed"}, "closed"),
+])
+def test_a_result_that_reports_its_own_failure_is_a_failure(
+        result: dict[str, Any], failed: str | None) -> None:
+    from rac.classify import default_detect_result_error
+
+    err = default_detect_result_error(result)
+    assert (None if err is None else str(err)) == failed

@@ -42,6 +42,7 @@ _TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError
                          "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
 _FAILED_STATUSES = {"error", "failed", "failure"}  # all begin with e or f (see below)
 _SIGNAL_KEYS = frozenset({"error", "status", "success", "ok"})
+_FLAG_KEYS = _SIGNAL_KEYS - {"status"}
 
 
 def _status_code(err: BaseException) -> int | None:
@@ -109,6 +110,11 @@ def default_detect_result_error(result: Any) -> ResultError | None:
         # field, or whose signal fields all say it went well.
         if _SIGNAL_KEYS.isdisjoint(result):
             return None
+        if _FLAG_KEYS.isdisjoint(result):  # only a status: the usual shape of a success
+            status = result["status"]
+            if type(status) is str and (status[:1] not in "efEF"
+                                        or status.lower() not in _FAILED_STATUSES):
+                return None
         err = result.get("error")
         status = result.get("status")
         if (err is None or err is False or err == "") and result.get("success") is not False \

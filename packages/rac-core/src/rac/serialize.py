@@ -127,16 +127,18 @@ def as_fields(value: Any) -> Any:
     structure (a plain string, a number).
     """
     if type(value) is str or isinstance(value, str):
-        s = value if value[:1] in _OPENERS and value[-1:] in _CLOSERS else value.strip()
-        if s[:1] in _OPENERS and s[-1:] in _CLOSERS:
-            # json.loads minus its checks and whitespace scans: s is a str, and starts and
-            # ends with a bracket (tool results are read on every call)
-            try:
-                parsed, end = _scan_json(s, 0)
-            except (ValueError, StopIteration):
+        s = value
+        if s[:1] not in _OPENERS or s[-1:] not in _CLOSERS:
+            s = value.strip()
+            if s[:1] not in _OPENERS or s[-1:] not in _CLOSERS:
                 return value
-            return parsed if end == len(s) else value
-        return value
+        # json.loads minus its checks and whitespace scans: s is a str, and starts and ends
+        # with a bracket (tool results are read on every call)
+        try:
+            parsed, end = _scan_json(s, 0)
+        except (ValueError, StopIteration):
+            return value
+        return parsed if end == len(s) else value
     if isinstance(value, Mapping):
         return value
     dump = getattr(value, "model_dump", None)

@@ -1,5 +1,6 @@
-"""When a create_agent turn's run is completed: at the end of the invocation's last step, never
-while a model call between two tool steps is under way (a crash there must leave it running)."""
+"""When a create_agent turn's run is running and when completed: running while one of its tool
+calls is (a crash there leaves it to ``rac recover``), completed after each tool step and when an
+interrupt pauses the turn; a later failure in the turn still undoes all of it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from lg_support import ScriptedModel, call, engine, model, say, turn, world_tool
 import rac
 from rac.testing import TravelWorld
 from rac_langgraph import RACMiddleware
-from rac_langgraph.turn_end import STATE_KEY
 
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
@@ -53,40 +53,81 @@ def _status(eng: rac.RAC) -> str:
     return str(info.status)
 
 
+class RunWatchingWorld(TravelWorld):
+    """The travel world, noting the status of every run in the log whenever a booking is made
+    (what the log would say if the process died inside that tool call)."""
+
+    eng: rac.RAC | None = None
+    statuses: list[dict[str, str]]
+
+    def book_hotel(self, guest: str, city: str, nights: int) -> dict[str, Any]:
+        assert self.eng is not None
+        self.statuses.append({i.run_id: str(i.status) for i in self.eng.store.list_runs()})
+        return super().book_hotel(guest, city, nights)
+
+
 @pytest.mark.parametrize("use_async", [False, True])
-async def test_run_is_running_during_model_calls_between_tool_steps_and_completed_at_the_end(
+async def test_a_turn_runs_during_its_tool_calls_and_is_completed_after_each_step(
         use_async: bool) -> None:
-    world = TravelWorld()
     eng = engine()
+    world = RunWatchingWorld()
+    world.eng, world.statuses = eng, []
     m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
                   turn(call("get_weather", city="Paris")), say("booked"))
     agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
 
     await agent.ainvoke(USER) if use_async else agent.invoke(USER)
 
-    # The first model call comes before any tool call: no run yet. Every later model call comes
-    # after a tool step of the turn: a crash there would leave the run running, so that
-    # `rac recover` undoes the turn's bookings.
+    # Before the first tool call there is no run. Each model call after a tool step sees the
+    # step completed (as LangGraph's checkpoint holds it); the hotel was booked while the run
+    # was running again, the same run: one run for the turn.
     assert m.statuses[0] == {}
-    assert [list(s.values()) for s in m.statuses[1:]] == [["running"]] * 3
+    assert [list(s.values()) for s in m.statuses[1:]] == [["completed"]] * 3
+    assert [list(s.values()) for s in world.statuses] == [["running"]]
+    assert len({*m.statuses[1], *world.statuses[0]}) == 1
     assert _status(eng) == "completed"
+    [info] = eng.store.list_runs()
+    assert [r.tool for r in eng.store.get_records(info.run_id)] == [
+        "book_flight", "book_hotel", "get_weather"]
 
 
-def test_crash_during_a_model_call_in_the_middle_of_a_turn_leaves_the_run_running() -> None:
+def test_a_crash_inside_a_tool_call_leaves_the_run_running_for_recovery() -> None:
     world = TravelWorld()
     eng = engine()
-    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
-                  say("never said"), fail_on=3)
-    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
 
-    with pytest.raises(RuntimeError, match="went away"):
+    @tool
+    def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
+        """Book a hotel (the process dies during the call)."""
+        raise KeyboardInterrupt
+
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+                  say("never said"))
+    agent = create_agent(m, [*world_tools(world, ["book_flight", "cancel_flight",
+                                                  "cancel_hotel"]), book_hotel],
+                         middleware=[RACMiddleware(rac=eng)])
+    with pytest.raises(KeyboardInterrupt):
         agent.invoke(USER)
 
-    # Two bookings made, the turn never ended: the log says running, which recovery undoes.
+    # The flight is booked, the hotel call in doubt: the log says running, which recovery
+    # finishes by undoing the turn.
     assert _status(eng) == "running"
     [info] = eng.store.list_runs()
-    assert [r.status for r in eng.store.get_records(info.run_id)] == [
-        rac.RecordStatus.COMPLETED, rac.RecordStatus.COMPLETED]
+    assert [(r.tool, r.status) for r in eng.store.get_records(info.run_id)] == [
+        ("book_flight", rac.RecordStatus.COMPLETED), ("book_hotel", rac.RecordStatus.PENDING)]
+    assert len(world.live()) == 1
+
+
+def test_a_failure_after_a_completed_step_still_undoes_the_whole_turn() -> None:
+    world = TravelWorld()
+    world.fail("book_car", "permanent", message="no cars left")
+    eng = engine()
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+                  turn(call("book_car", driver="ann", city="Paris")), say("sorry"))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
+    agent.invoke(USER)
+    assert world.live() == []
+    assert _status(eng) == "compensated"
+    assert [list(s.values()) for s in m.statuses[1:3]] == [["completed"]] * 2
 
 
 def test_a_turn_ending_on_a_tool_step_is_completed() -> None:
@@ -120,7 +161,7 @@ def test_each_turn_of_a_thread_is_completed_when_it_ends() -> None:
     assert [str(i.status) for i in eng.store.list_runs()] == ["completed", "completed"]
 
 
-def test_an_interrupted_turn_stays_running_until_it_ends_after_the_resume() -> None:
+def test_an_interrupted_turn_is_completed_while_paused_and_resumes_in_the_same_run() -> None:
     world = TravelWorld()
     eng = engine()
 
@@ -137,9 +178,16 @@ def test_an_interrupted_turn_stays_running_until_it_ends_after_the_resume() -> N
                          middleware=[RACMiddleware(rac=eng)], checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-paused"}}
     assert "__interrupt__" in agent.invoke(USER, cfg)
-    assert _status(eng) == "running"  # paused mid-turn, with the flight booked
+    # Paused for a person, maybe for days: a restart's `rac recover` must not undo the flight.
+    assert _status(eng) == "completed"
     agent.invoke(Command(resume="yes"), cfg)
     assert _status(eng) == "completed"
+    [info] = eng.store.list_runs()
+    assert [(r.tool, r.status, r.note) for r in eng.store.get_records(info.run_id)] == [
+        ("book_flight", rac.RecordStatus.COMPLETED, None),
+        ("book_hotel", rac.RecordStatus.FAILED, "passthrough"),
+        ("book_hotel", rac.RecordStatus.COMPLETED, None)]
+    assert len(world.live()) == 2
 
 
 def test_a_run_opened_by_the_caller_is_left_to_the_caller() -> None:
@@ -153,16 +201,18 @@ def test_a_run_opened_by_the_caller_is_left_to_the_caller() -> None:
     assert run.status is rac.RunStatus.COMPLETED
 
 
-def test_the_turn_key_never_shows_in_the_agents_state_or_output() -> None:
+def test_the_middleware_adds_nothing_to_the_agents_state_or_output() -> None:
     world = TravelWorld()
     eng = engine()
     m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("ok"))
+    bare = create_agent(model(say("ok")), world_tools(world), checkpointer=InMemorySaver())
     agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
                          checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-hidden"}}
     chunks = list(agent.stream(USER, cfg, stream_mode="values"))
-    assert all(STATE_KEY not in c for c in chunks)
-    assert STATE_KEY not in agent.get_state(cfg).values
+    assert set(chunks[-1]) == {"messages"}
+    assert set(agent.get_state(cfg).values) == {"messages"}
+    assert set(agent.get_graph().nodes) == set(bare.get_graph().nodes)
     assert _status(eng) == "completed"
 
 

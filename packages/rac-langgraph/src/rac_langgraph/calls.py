@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -15,7 +16,6 @@ import rac
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import InvalidToolCall, is_invalid_call
 from rac_langgraph.runs import TurnRuns, runs_of
-from rac_langgraph.turn_end import _CURRENT as _CURRENT_TURN
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -38,12 +38,12 @@ class RACToolCalls:
             compensators the model is not offered.
         agent_id: the agent id written on this agent's records (default: the ``name`` given to
             ``create_agent``, else the engine's ``agent_id``).
-        finish_steps: mark the turn's run completed after each tool step (when none of its
-            calls is running). A hand-built graph has no end-of-turn hook, and a run left
-            ``running`` when the process exits would be rolled back by ``rac recover``; the
-            run stays joinable, so a later failure in the turn still undoes the whole turn.
-            :class:`rac_langgraph.RACMiddleware` turns it off: its agent's graph tells it when
-            an invocation's last step is over (see :mod:`rac_langgraph.turn_end`).
+        finish_steps: mark the turn's run completed after each tool step (once none of its
+            calls is running), and after a step an interrupt paused. A graph tells a tool node
+            nothing about the end of a turn, and a run left ``running`` when the process exits
+            would be rolled back by ``rac recover``; the run stays joinable, so a later
+            failure in the turn still undoes the whole turn. With ``False``, call
+            :meth:`end_turn` when a turn is over.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
@@ -52,15 +52,13 @@ class RACToolCalls:
         self.agent_id = agent_id
         self.finish_steps = finish_steps
         self.turns: TurnRuns = runs_of(self.engine)
-        #: Set by RACMiddleware: its tool calls run in graphs whose state has a TurnChannel.
-        self.uses_turn_channel = False
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
     def wrap_tool_call(self, request: ToolCallRequest, execute: Execute) -> ToolResult:
         """Run ``request`` under RAC on the blocking path."""
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
             return execute(request)
-        run, agent, finish_step = self._join(request)
+        run, agent, explicit = self._find(request)
         call = request.tool_call
         requested = call["name"]
 
@@ -81,10 +79,12 @@ class RACToolCalls:
         try:
             outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
+            self._step_done(run, explicit)
             return refused.message
-        finally:
-            if finish_step:
-                self.turns.finish_step(run)
+        except GraphBubbleUp:  # an interrupt pauses the turn; a hand-off goes on in it
+            self._step_done(run, explicit)
+            raise
+        self._step_done(run, explicit)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]
         return _failed(outcome, request)
@@ -94,7 +94,7 @@ class RACToolCalls:
         """Run ``request`` under RAC without blocking the event loop."""
         if request.tool is None:
             return await execute(request)
-        run, agent, finish_step = self._join(request)
+        run, agent, explicit = self._find(request)
         call = request.tool_call
         requested = call["name"]
 
@@ -115,10 +115,12 @@ class RACToolCalls:
         try:
             outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
+            self._step_done(run, explicit)
             return refused.message
-        finally:
-            if finish_step:
-                self.turns.finish_step(run)
+        except GraphBubbleUp:  # an interrupt pauses the turn; a hand-off goes on in it
+            self._step_done(run, explicit)
+            raise
+        self._step_done(run, explicit)
         if outcome.ok:
             return outcome.result  # type: ignore[no-any-return]
         return _failed(outcome, request)
@@ -132,23 +134,12 @@ class RACToolCalls:
         name = metadata.get("lc_agent_name") if metadata else None
         return str(name) if name else self.engine.agent_id
 
-    def _join(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
-        """The run a tool call joins, its agent id, and whether to finish the run after the
-        call (for graphs with no end-of-turn signal)."""
-        turn = _CURRENT_TURN.get()
-        if turn is not None and turn.owner is self:
-            # A create_agent invocation of RACMiddleware's agent: one invocation is one turn,
-            # so its first tool call finds the run and the others reuse it.
-            run = turn.run
-            if run is not None:
-                return run, turn.agent, False
-            run, agent, explicit = self._find(request)
-            turn.run, turn.agent, turn.own = run, agent, not explicit
-            return run, agent, False
-        run, agent, _ = self._find(request)
-        # No end-of-turn signal: a hand-built graph, or a middleware hook called outside its
-        # agent's graph. Finish the run after the step, so a finished turn is never left running.
-        return run, agent, self.finish_steps or self.uses_turn_channel
+    def _step_done(self, run: rac.Run, explicit: bool) -> None:
+        """A call of ``run`` is over: mark the run completed unless another call of it is
+        still running, or the caller opened it (a crash, or any exception other than the
+        framework's control flow, leaves it running for ``rac recover``)."""
+        if self.finish_steps and not explicit and not run.busy:
+            run.finish()
 
     def _find(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
         """The run of the turn ``request`` belongs to (opened on first use), its agent id, and

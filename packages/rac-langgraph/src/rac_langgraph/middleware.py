@@ -13,7 +13,6 @@ from langgraph.types import Command
 
 import rac
 from rac_langgraph.calls import RACToolCalls
-from rac_langgraph.turn_end import turn_state_schema
 
 
 class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -28,10 +27,11 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     can replan. One invocation (one user turn) is one run; earlier turns of a thread are never
     undone. Interrupts and other ``GraphBubbleUp`` control flow pass through untouched.
 
-    The run is marked completed when the invocation's last step is over. The middleware hooks
-    only tool calls: it learns that from a private key it adds to the agent's state (see
-    :mod:`rac_langgraph.turn_end`), not from a model-call hook, which LangChain traces on every
-    model call.
+    The middleware hooks only tool calls (LangChain traces a model-call hook on every model
+    call) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
+    tool calls is, and marked ``completed`` after each tool step (and when an interrupt pauses
+    one): a crash during a tool call leaves it to ``rac recover``, a later failure in the turn
+    still undoes the whole turn.
 
     Args:
         rac: a :class:`rac.RAC` engine, to share one log between agents; otherwise ``config``
@@ -43,10 +43,8 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  **config: Any) -> None:
         super().__init__()
-        calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=False, **config)
-        calls.uses_turn_channel = True
+        calls = RACToolCalls(rac, agent_id=agent_id, **config)
         self.calls = calls
-        self.state_schema = turn_state_schema(calls, calls.turns)  # type: ignore[assignment]
 
         # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's
         # ``inspect.signature`` on every call: for a bound method about 60 k instructions (a

@@ -1,15 +1,11 @@
 """Which RAC run a tool call belongs to: one run per agent turn.
 
 A turn is what one ``invoke``/``ainvoke``/``stream`` of a graph does for one user message. The
-turn is found from the graph's own data, so it survives interrupts:
-the thread id of the config and the last human message of the state (its id, which LangGraph's
-message reducer assigns). Agents of one graph that see the same user message share the turn's
-run, so a failure in any of them rolls back what all of them did in that turn. A run the caller
-opened around the invocation (``with engine.run(): graph.invoke(...)``) takes precedence.
-
-For a ``create_agent`` agent the run is looked up by the invocation's first tool call only;
-the other calls of the invocation find it on the invocation's :class:`TurnChannel
-<rac_langgraph.turn_end.TurnChannel>`, which also ends the turn.
+turn is found from the graph's own data, so it survives interrupts: the thread id of the config
+and the last human message of the state (its id, which LangGraph's message reducer assigns).
+Agents of one graph that see the same user message share the turn's run, so a failure in any
+of them rolls back what all of them did in that turn. A run the caller opened around the
+invocation (``with engine.run(): graph.invoke(...)``) takes precedence.
 """
 
 from __future__ import annotations
@@ -25,31 +21,18 @@ import rac
 from rac_langgraph.tools import as_rac_tool
 
 TurnKey = tuple[str | None, str, str]
-#: (thread id, parent checkpoint namespace): the turns that follow one another
-TurnGroup = tuple[str | None, str]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 _REGISTRIES_LOCK = threading.Lock()
-_RUNNING = rac.RunStatus.RUNNING
 
 
-def turn_key(state: Any, config: Mapping[str, Any] | None) -> tuple[TurnKey, TurnGroup]:
-    """The key of the turn a graph step belongs to, and the group of turns it follows in.
-
-    The group is the thread and the graph level (the checkpoint namespace without its last
-    task): a new turn in the same group means the group's previous turn is over.
-    """
+def turn_key(state: Any, config: Mapping[str, Any] | None) -> TurnKey:
+    """The key of the turn a graph step with ``state`` and ``config`` belongs to."""
     configurable = config.get("configurable") if config else None
-    key = _turn_key(state, configurable or _NO_CONFIG)
-    return key, _group(key, configurable or _NO_CONFIG)
+    return _turn_key(state, configurable or _NO_CONFIG)
 
 
 _NO_CONFIG: Mapping[str, Any] = {}
-
-
-def _group(key: TurnKey, configurable: Mapping[str, Any]) -> TurnGroup:
-    ns = configurable.get("checkpoint_ns")
-    return key[0], (str(ns).rpartition("|")[0] if ns else "")
 
 
 def _turn_key(state: Any, configurable: Mapping[str, Any]) -> TurnKey:
@@ -79,9 +62,10 @@ def _position(messages: Sequence[Any], message: Any) -> int:
 class TurnRuns:
     """The runs of one engine that its LangGraph adapters opened, keyed by turn.
 
-    Thread-safe: parallel tool calls of one turn get the same run. Runs are finished (status
-    ``completed`` unless something failed) when their agent ends, when a newer turn starts in
-    the same group, when more than ``limit`` are open, or on :meth:`close`.
+    Thread-safe: parallel tool calls of one turn get the same run. The adapters mark runs
+    completed after each tool step; a run stays here, joinable by the rest of its turn, until
+    more than ``limit`` newer turns have started (it is then finished if still running) or
+    :meth:`close`.
     """
 
     def __init__(self, engine: rac.RAC, limit: int = 512) -> None:
@@ -90,7 +74,6 @@ class TurnRuns:
         #: Guards the registry.
         self._lock = threading.Lock()
         self._runs: OrderedDict[TurnKey, rac.Run] = OrderedDict()
-        self._latest: dict[TurnGroup, TurnKey] = {}
         #: the ids of a list of agent tools -> their rac.ToolSet, and the tools themselves
         #: (kept, so the ids stay theirs)
         self._tool_sets: dict[tuple[int, ...], tuple[rac.ToolSet, list[Any]]] = {}
@@ -98,45 +81,23 @@ class TurnRuns:
     def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
         """The run of the turn ``state``/``config`` belong to (opened on first use)."""
         configurable = config.get("configurable") if config else None
-        if not configurable:
-            configurable = _NO_CONFIG
-        key = _turn_key(state, configurable)
+        key = _turn_key(state, configurable or _NO_CONFIG)
         runs = self._runs
         lock = self._lock
-        lock.acquire()  # not `with`: this is on the first tool call of every turn
+        lock.acquire()  # not `with`: this is on every tool call
         try:
             run = runs.get(key)
             if run is not None:
                 runs.move_to_end(key)
                 return run
-            run = self.engine.run(agent_id=agent_id)
-            runs[key] = run
-            ended = self._opened(key, _group(key, configurable))
+            run = runs[key] = self.engine.run(agent_id=agent_id)
+            # One turn in, the oldest out (a limit lowered meanwhile shrinks one per turn).
+            evicted = runs.popitem(last=False)[1] if len(runs) > self.limit else None
         finally:
             lock.release()
-        for old in ended:
-            if old.status is _RUNNING:  # the turn's own end usually finished it already
-                finish(old)
+        if evicted is not None:
+            evicted.finish()  # a turn left running (finish_steps=False, or aborted): over now
         return run
-
-    def _opened(self, key: TurnKey, group: TurnGroup) -> list[rac.Run]:
-        """Book a new turn (under the lock); the runs it ends: the group's previous turn, and
-        the oldest beyond ``limit``."""
-        ended: list[rac.Run] = []
-        latest = self._latest
-        previous = latest.get(group)
-        latest[group] = key
-        runs = self._runs
-        if previous is not None and previous != key:
-            old = runs.pop(previous, None)
-            if old is not None:
-                ended.append(old)
-        if len(runs) > self.limit:
-            while len(runs) > self.limit:
-                ended.append(runs.popitem(last=False)[1])
-            if len(latest) > 2 * self.limit:  # groups whose turns were all evicted
-                self._latest = {g: k for g, k in latest.items() if k in runs}
-        return ended
 
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
         """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
@@ -153,24 +114,12 @@ class TurnRuns:
                 self._tool_sets[key] = hit
         run.add_tools(hit[0])
 
-    def finish_step(self, run: rac.Run) -> None:
-        """A call of ``run`` ended in a graph with no end-of-turn signal: mark the run
-        completed if none of its calls is still running (unless the caller opened it around the
-        invocation)."""
-        if not run.busy and self.engine.current_run() is not run:
-            finish(run)
-
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
-        """Mark the run of this turn completed; it stays joinable by other agents of the turn."""
+        """Mark the run of this turn completed, unless a call of it is still running; it stays
+        joinable by other agents of the turn."""
         with self._lock:
-            run = self._runs.get(turn_key(state, config)[0])
-        if run is not None:
-            self.end(run)
-
-    def end(self, run: rac.Run) -> None:
-        """An agent's turn is over: mark ``run`` completed, unless a call of it is still running
-        (another agent of the turn, e.g. one that runs this agent inside a tool, ends it)."""
-        if run.status is _RUNNING and not run.busy:
+            run = self._runs.get(turn_key(state, config))
+        if run is not None and not run.busy:
             run.finish()
 
     def close(self) -> None:
@@ -178,14 +127,8 @@ class TurnRuns:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
-            self._latest.clear()
         for run in runs:
-            finish(run)
-
-
-def finish(run: rac.Run) -> None:
-    """Mark ``run`` completed if it is still running (a rolled-back run keeps its status)."""
-    run.finish()
+            run.finish()
 
 
 def runs_of(engine: rac.RAC) -> TurnRuns:

@@ -21,7 +21,7 @@ from lg_support import ScriptedModel, call, engine, model, say, turn, world_tool
 
 import rac
 from rac.testing import TravelWorld
-from rac_langgraph import RACMiddleware
+from rac_langgraph import RACMiddleware, RACToolCalls, tool_node
 
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
@@ -278,3 +278,21 @@ def test_concurrent_invocations_without_a_thread_id_get_a_run_each() -> None:
         recs = eng.store.get_records(info.run_id)
         guests = {r.args.get("passenger") or r.args.get("guest") for r in recs}
         assert [r.tool for r in recs] == ["book_flight", "book_hotel"] and len(guests) == 1
+
+
+def test_with_finish_steps_off_the_caller_ends_the_turn() -> None:
+    world = TravelWorld()
+    eng = engine()
+    calls = RACToolCalls(rac=eng, finish_steps=False)
+    m = _watching(eng, turn(call("book_flight", **FLIGHT)), say("ok"))
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda s: {"messages": [m.invoke(s["messages"])]})
+    graph.add_node("tools", tool_node(world_tools(world), calls=calls))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    cfg: Any = {"configurable": {"thread_id": "t-own-end"}}
+    state = graph.compile().invoke(USER, cfg)
+    assert _status(eng) == "running"
+    calls.end_turn(state, cfg)
+    assert _status(eng) == "completed"

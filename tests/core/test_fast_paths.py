@@ -238,3 +238,66 @@ def test_a_result_that_reports_its_own_failure_is_a_failure(
 
     err = default_detect_result_error(result)
     assert (None if err is None else str(err)) == failed
+
+
+def test_a_tool_set_is_checked_once_while_the_declarations_stay(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+    checks: list[object] = []
+    check = engine.registry.check_known
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        checks.append(args)
+        check(*args, **kwargs)
+
+    monkeypatch.setattr(engine.registry, "check_known", counted)
+    tools = engine.tool_set(_booking_tools([]))
+    for _ in range(3):
+        engine.run().add_tools(tools)
+    assert len(checks) == 1
+    engine.registry.add_read_only("lookup")
+    engine.run().add_tools(tools)
+    assert len(checks) == 2
+
+
+def test_runs_started_by_several_threads_at_once_are_started_once(engine: rac.RAC) -> None:
+    import threading
+
+    for _ in range(20):
+        run = engine.run()
+        together = threading.Barrier(3, timeout=10)
+        errors: list[BaseException] = []
+
+        def first_call(city: str, run: rac.Run = run, together: threading.Barrier = together,
+                       errors: list[BaseException] = errors) -> None:
+            together.wait()
+            try:
+                run.execute("get_weather", {"city": city}, lambda n, a: {"sky": "clear"})
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=first_call, args=(c,)) for c in ("A", "B", "C")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(engine.store.get_records(run.run_id)) == 3
+    assert len(engine.store.list_runs()) == 20
+
+
+def test_finish_leaves_a_run_with_a_call_in_doubt_running(engine: rac.RAC) -> None:
+    run = engine.run()
+    run.execute("get_weather", {"city": "Rome"}, lambda n, a: {"sky": "clear"})
+
+    def crash(name: str, args: dict[str, Any]) -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run.execute("book_flight", {"passenger": "a", "origin": "X", "dest": "Y"}, crash)
+    assert run.finish() is False
+    assert run.status is rac.RunStatus.RUNNING  # for rac recover
+    assert [r.status for r in run.records()] == [
+        rac.RecordStatus.COMPLETED, rac.RecordStatus.PENDING]
+    ok = engine.run()
+    assert ok.finish() is True and ok.status is rac.RunStatus.COMPLETED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,6 +14,8 @@ from rac.retry import RetryPolicy
 
 ArgsMapper = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 _PATH_ROOTS = ("result", "args")
+#: Versions of declarations, shared by every registry of the process (see ``version``)
+_VERSIONS = itertools.count(1)
 
 
 class Compensation(BaseModel):
@@ -67,9 +70,10 @@ class CompensationRegistry:
                  read_only: Iterable[str] = ()) -> None:
         self.pairs: dict[str, Compensation] = {}
         self._passed: set[tuple[Any, ...]] = set()
-        #: Bumped by every change to the declarations: a check that passed at one version
-        #: holds until the next (see :class:`rac.ToolSet`).
-        self.version = 0
+        #: Changed by every change to the declarations (before and after it), never to a
+        #: value another registry had: a check that passed at one version holds until the next
+        #: (see :class:`rac.ToolSet`).
+        self.version = next(_VERSIONS)
         self.alternatives: dict[str, list[str]] = {}
         self.read_only: set[str] = set()
         for name in read_only:
@@ -82,7 +86,7 @@ class CompensationRegistry:
     def add(self, tool: str, spec: CompensationSpec) -> Compensation:
         """Declare that ``spec`` undoes ``tool``. Raises ConfigurationError on a bad declaration."""
         self._passed.clear()  # checks that passed may not pass any more
-        self.version += 1
+        self.version = next(_VERSIONS)
         if not isinstance(tool, str) or not tool:
             raise ConfigurationError(f"compensations: a tool name must be a non-empty string, "
                                      f"got {tool!r}")
@@ -100,6 +104,7 @@ class CompensationRegistry:
                         f"compensation of {tool!r}: args keys must be parameter names, got {param!r}")
                 parse_path(path, tool=tool, param=param)
         self.pairs[tool] = comp
+        self.version = next(_VERSIONS)  # again: a check made during the change is stale
         return comp
 
     def _coerce(self, tool: str, spec: CompensationSpec) -> Compensation:
@@ -135,7 +140,7 @@ class CompensationRegistry:
     def add_alternatives(self, tool: str, alternatives: Iterable[str]) -> None:
         """Declare tools to try, in order, when ``tool`` fails for good."""
         self._passed.clear()  # checks that passed may not pass any more
-        self.version += 1
+        self.version = next(_VERSIONS)
         if isinstance(alternatives, str):
             raise ConfigurationError(
                 f"alternatives of {tool!r} must be a list of tool names, got the string "
@@ -149,14 +154,16 @@ class CompensationRegistry:
         if len(set(alts)) != len(alts):
             raise ConfigurationError(f"alternatives of {tool!r} list a tool twice: {alts}")
         self.alternatives[tool] = alts
+        self.version = next(_VERSIONS)  # again: a check made during the change is stale
 
     def add_read_only(self, tool: str) -> None:
         """Declare that ``tool`` has no side effect: it is never compensated."""
         self._passed.clear()  # checks that passed may not pass any more
-        self.version += 1
+        self.version = next(_VERSIONS)
         if tool in self.pairs:
             raise ConfigurationError(f"{tool!r} has a compensation and cannot be read-only")
         self.read_only.add(tool)
+        self.version = next(_VERSIONS)  # again: a check made during the change is stale
 
     def referenced_tools(self) -> dict[str, str]:
         """Every tool name the declarations mention, with the field that mentions it."""

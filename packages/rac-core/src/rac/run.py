@@ -217,6 +217,9 @@ class Run:
     _tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] | None = None
     #: The memory store's row of this run, which the run changes in place (see _start).
     _row: RunInfo | None = None
+    #: Seqs of calls an interruption (not a framework's control flow) left pending: in doubt
+    #: until recovery settles them, so finish() leaves the run running.
+    _in_doubt: frozenset[int] = frozenset()
 
     def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
                  tools: Iterable[Tool | Callable[..., Any]] | None = None) -> None:
@@ -298,6 +301,12 @@ class Run:
     def _start(self) -> None:
         if self._started:
             return
+        with self._lock:  # the first calls of a run may come from several threads at once
+            if not self._started:
+                self._open()
+
+    def _open(self) -> None:
+        """Write the run's row and start its events (once, under the lock)."""
         now = self.engine.clock.now()
         row = RunInfo(self.run_id, self.agent_id, _R_RUNNING, now, now, self.engine.owner)
         if self._shared:  # the memory store keeps this row and table as the log's
@@ -305,10 +314,10 @@ class Run:
             self._row = row  # (see _set_status)
         else:
             self.engine.store.create_run(row)
-        self._started = True
         # Whether info events go anywhere, decided once for the run; the bound logger itself
         # is made when the first event is emitted.
         self._info = info_enabled()
+        self._started = True
         if self._info:
             self._event("rac.run", status=str(_R_RUNNING), agent_id=self.agent_id)
         if self.engine._notify_runs:
@@ -383,21 +392,24 @@ class Run:
 
     @property
     def busy(self) -> bool:
-        """True while a call of this run is under way (begun, not yet settled). An adapter that
-        marks runs completed itself (see :meth:`finish`) leaves a busy run running: another
-        agent of the same turn still has a call in it."""
+        """True while a call of this run is under way (its intent written, its outcome not
+        yet); :meth:`finish` leaves a busy run running."""
         return bool(self._in_flight)
 
-    def finish(self) -> None:
-        """Mark the run completed if it is running (a rolled-back run keeps its status).
+    def finish(self) -> bool:
+        """Mark the run completed, for adapters whose framework has no block to wrap the run
+        in; True if it is completed now.
 
-        For adapters whose framework has no block to wrap the run in: the run stays joinable,
-        and a later call sets it running again."""
+        Only a running run that is idle is marked: while a call of it is under way
+        (:attr:`busy`), or after an interruption (a crash, a cancellation) left a call in
+        doubt, it stays running, the second case for ``rac recover``; a rolled-back run keeps
+        its status. The run stays joinable: a later call sets it running again."""
         if not self._started:
             self._start()
         with self._lock:
-            if self.status is _R_RUNNING:
+            if self.status is _R_RUNNING and not self._in_flight and not self._in_doubt:
                 self._set_status(_R_COMPLETED)
+            return self.status is _R_COMPLETED
 
     def _finish(self) -> None:
         with self._lock:
@@ -661,10 +673,13 @@ class Run:
         stays pending (in doubt) unless the adapter declared the exception a pass-through."""
         with self._lock:
             self._in_flight.discard(rec.seq)
-            if isinstance(exc, self.engine.passthrough) and rec.status is _PENDING:
-                self._update(rec, status=_FAILED,
-                             error=f"interrupted by {type(exc).__name__}; not a failure",
-                             note="passthrough")
+            if isinstance(exc, self.engine.passthrough):
+                if rec.status is _PENDING:
+                    self._update(rec, status=_FAILED,
+                                 error=f"interrupted by {type(exc).__name__}; not a failure",
+                                 note="passthrough")
+            elif rec.status is _PENDING:  # in doubt: only recovery may settle it
+                self._in_doubt = self._in_doubt | {rec.seq}
             self._settle_doomed(rec.seq)
 
     def _call_flow(self, name: str, args: dict[str, Any], agent_id: str | None,

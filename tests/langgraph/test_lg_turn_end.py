@@ -217,8 +217,8 @@ def test_the_middleware_adds_nothing_to_the_agents_state_or_output() -> None:
 
 
 def test_hook_called_outside_its_agents_graph_completes_the_run_after_the_step() -> None:
-    """A RACMiddleware hook used in a hand-built ToolNode has no end-of-turn signal: it falls
-    back to completing the run after each tool step, like rac_langgraph.tool_node."""
+    """A RACMiddleware hook given to a hand-built ToolNode (outside create_agent) completes the
+    turn's run after the tool step, like rac_langgraph.tool_node."""
     world = TravelWorld()
     eng = engine()
     mw = RACMiddleware(rac=eng)
@@ -296,3 +296,102 @@ def test_with_finish_steps_off_the_caller_ends_the_turn() -> None:
     assert _status(eng) == "running"
     calls.end_turn(state, cfg)
     assert _status(eng) == "completed"
+
+
+def test_parallel_calls_of_a_turns_first_step_share_one_run() -> None:
+    import threading
+
+    world = TravelWorld()
+    eng = engine()
+    together = threading.Barrier(2, timeout=10)
+
+    @tool
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a flight (runs while the hotel is being booked)."""
+        together.wait()
+        return world.book_flight(passenger, origin, dest)
+
+    @tool
+    def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
+        """Book a hotel (runs while the flight is being booked)."""
+        together.wait()
+        return world.book_hotel(guest, city, nights)
+
+    m = _watching(eng, turn(call("book_flight", **FLIGHT), call("book_hotel", **HOTEL)),
+                  say("booked"))
+    agent = create_agent(m, [book_flight, book_hotel,
+                             *world_tools(world, ["cancel_flight", "cancel_hotel"])],
+                         middleware=[RACMiddleware(rac=eng)])
+    agent.invoke(USER)
+    assert _status(eng) == "completed"
+    [info] = eng.store.list_runs()
+    assert sorted(r.tool for r in eng.store.get_records(info.run_id)) == [
+        "book_flight", "book_hotel"]
+
+
+def test_a_crash_beside_a_call_still_running_leaves_the_run_running() -> None:
+    """The hotel call dies (the process is going down) while the flight call is still
+    running; the flight call ending afterwards must not mark the turn completed, or
+    `rac recover` would never settle the hotel call left in doubt."""
+    import threading
+
+    world = TravelWorld()
+    eng = engine()
+    hotel_died = threading.Event()
+
+    @tool
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a flight (finishes after the hotel call died)."""
+        assert hotel_died.wait(10)
+        return world.book_flight(passenger, origin, dest)
+
+    @tool
+    def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
+        """Book a hotel (the process dies during the call)."""
+        hotel_died.set()
+        raise KeyboardInterrupt
+
+    m = _watching(eng, turn(call("book_flight", **FLIGHT), call("book_hotel", **HOTEL)),
+                  say("never said"))
+    agent = create_agent(m, [book_flight, book_hotel,
+                             *world_tools(world, ["cancel_flight", "cancel_hotel"])],
+                         middleware=[RACMiddleware(rac=eng)])
+    with pytest.raises(KeyboardInterrupt):
+        agent.invoke(USER)
+    assert _status(eng) == "running"
+    [info] = eng.store.list_runs()
+    assert sorted((r.tool, str(r.status)) for r in eng.store.get_records(info.run_id)) == [
+        ("book_flight", "completed"), ("book_hotel", "pending")]
+
+
+def test_a_turn_with_a_call_running_is_not_evicted_by_newer_turns() -> None:
+    """The registry keeps ``limit`` turns; one whose call is still running stays, so the rest
+    of that turn joins its run (a later failure still undoes the whole turn)."""
+    import threading
+
+    from langchain_core.messages import HumanMessage
+
+    from rac_langgraph.runs import runs_of
+
+    eng = engine()
+    turns = runs_of(eng)
+    turns.limit = 2
+    first = {"messages": [HumanMessage("trip", id="h-first")]}
+    run = turns.turn_run(first, None, "agent")
+    started, release = threading.Event(), threading.Event()
+
+    def slow(name: str, args: dict[str, Any]) -> Any:
+        started.set()
+        assert release.wait(10)
+        return {"sky": "clear"}
+
+    worker = threading.Thread(
+        target=lambda: run.execute("get_weather", {"city": "Paris"}, slow))
+    worker.start()
+    assert started.wait(10)
+    for i in range(5):
+        turns.turn_run({"messages": [HumanMessage("other", id=f"h-{i}")]}, None, "agent")
+    assert turns.turn_run(first, None, "agent") is run
+    release.set()
+    worker.join()
+    assert run.finish() is True

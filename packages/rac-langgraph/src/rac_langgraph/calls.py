@@ -126,19 +126,11 @@ class RACToolCalls:
         return _failed(outcome, request)
 
     # -- turns --------------------------------------------------------------------------------
-    def agent_of(self, config: Mapping[str, Any] | None) -> str:
-        """The agent id for a call made with ``config``."""
-        if self.agent_id is not None:
-            return self.agent_id
-        metadata = config.get("metadata") if config else None
-        name = metadata.get("lc_agent_name") if metadata else None
-        return str(name) if name else self.engine.agent_id
-
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
-        """A call of ``run`` is over: mark the run completed unless another call of it is
-        still running, or the caller opened it (a crash, or any exception other than the
-        framework's control flow, leaves it running for ``rac recover``)."""
-        if self.finish_steps and not explicit and not run.busy:
+        """A call of ``run`` is over: mark the run completed, unless the caller opened it.
+        ``Run.finish`` leaves it running while another call of it is under way, or after a
+        crash or cancellation left a call in doubt (for ``rac recover``)."""
+        if self.finish_steps and not explicit:
             run.finish()
 
     def _find(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
@@ -148,7 +140,7 @@ class RACToolCalls:
         runtime = request.runtime
         config = getattr(runtime, "config", None)
         agent = self.agent_id
-        if agent is None:  # agent_of, spelled out: this is on the first call of every turn
+        if agent is None:  # the name create_agent gives its runs' metadata
             metadata = config.get("metadata") if config else None
             name = metadata.get("lc_agent_name") if metadata else None
             agent = str(name) if name else self.engine.agent_id

@@ -31,19 +31,21 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     call) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
     tool calls is, and marked ``completed`` after each tool step (and when an interrupt pauses
     one): a crash during a tool call leaves it to ``rac recover``, a later failure in the turn
-    still undoes the whole turn.
+    still undoes the whole turn (see ``docs/langgraph.md``).
 
     Args:
         rac: a :class:`rac.RAC` engine, to share one log between agents; otherwise ``config``
             holds the keywords of :class:`rac.RAC` (LangChain tools are accepted in ``tools``).
         agent_id: the agent id written on this agent's records (default: the agent's
             ``name``, else the engine's ``agent_id``).
+        finish_steps: mark the turn's run completed after each tool step (default); with
+            ``False`` runs stay running until ``middleware.calls.end_turn(state, config)``.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
-                 **config: Any) -> None:
+                 finish_steps: bool = True, **config: Any) -> None:
         super().__init__()
-        calls = RACToolCalls(rac, agent_id=agent_id, **config)
+        calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps, **config)
         self.calls = calls
 
         # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's

@@ -91,13 +91,24 @@ class TurnRuns:
                 runs.move_to_end(key)
                 return run
             run = runs[key] = self.engine.run(agent_id=agent_id)
-            # One turn in, the oldest out (a limit lowered meanwhile shrinks one per turn).
-            evicted = runs.popitem(last=False)[1] if len(runs) > self.limit else None
+            evicted = self._evict() if len(runs) > self.limit else None
         finally:
             lock.release()
         if evicted is not None:
-            evicted.finish()  # a turn left running (finish_steps=False, or aborted): over now
+            evicted.finish()  # a turn left running (finish_steps=False): over now
         return run
+
+    def _evict(self) -> rac.Run | None:
+        """One turn in, the oldest out (under the lock), unless a call of it is still running:
+        that turn goes on, so it moves to the newest end (the registry may hold a few more
+        than ``limit`` meanwhile)."""
+        runs = self._runs
+        key, oldest = next(iter(runs.items()))
+        if oldest.busy:
+            runs.move_to_end(key)
+            return None
+        del runs[key]
+        return oldest
 
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
         """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
@@ -115,11 +126,11 @@ class TurnRuns:
         run.add_tools(hit[0])
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
-        """Mark the run of this turn completed, unless a call of it is still running; it stays
-        joinable by other agents of the turn."""
+        """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by
+        other agents of the turn."""
         with self._lock:
             run = self._runs.get(turn_key(state, config))
-        if run is not None and not run.busy:
+        if run is not None:
             run.finish()
 
     def close(self) -> None:

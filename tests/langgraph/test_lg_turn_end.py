@@ -5,6 +5,7 @@ interrupt pauses the turn; a later failure in the turn still undoes all of it.""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -51,6 +52,18 @@ def _watching(eng: rac.RAC, *messages: Any, fail_on: int | None = None) -> Watch
 def _status(eng: rac.RAC) -> str:
     [info] = eng.store.list_runs()
     return str(info.status)
+
+
+def _gated_flight(world: TravelWorld, gate: Callable[[], object]) -> BaseTool:
+    """The world's book_flight as a LangChain tool that books once ``gate()`` returns."""
+
+    @tool
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a flight (once the test lets it)."""
+        gate()
+        return world.book_flight(passenger, origin, dest)
+
+    return book_flight
 
 
 class RunWatchingWorld(TravelWorld):
@@ -253,15 +266,8 @@ def test_concurrent_invocations_without_a_thread_id_get_a_run_each() -> None:
 
     world = TravelWorld()
     eng = engine()
-    both_started = threading.Barrier(4, timeout=10)
-
-    @tool
-    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
-        """Book a flight (waits until every invocation has started one)."""
-        both_started.wait()
-        return world.book_flight(passenger, origin, dest)
-
-    tools = [book_flight, *world_tools(world, ["book_hotel", "cancel_flight", "cancel_hotel"])]
+    all_started = threading.Barrier(4, timeout=10)  # every invocation has started a flight
+    tools = [_gated_flight(world, all_started.wait), *world_tools(world, ["book_hotel", "cancel_flight", "cancel_hotel"])]
     mw = RACMiddleware(rac=eng)
 
     def one(who: str) -> None:
@@ -304,12 +310,7 @@ def test_parallel_calls_of_a_turns_first_step_share_one_run() -> None:
     world = TravelWorld()
     eng = engine()
     together = threading.Barrier(2, timeout=10)
-
-    @tool
-    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
-        """Book a flight (runs while the hotel is being booked)."""
-        together.wait()
-        return world.book_flight(passenger, origin, dest)
+    book_flight = _gated_flight(world, together.wait)  # runs while the hotel is being booked
 
     @tool
     def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
@@ -338,12 +339,7 @@ def test_a_crash_beside_a_call_still_running_leaves_the_run_running() -> None:
     world = TravelWorld()
     eng = engine()
     hotel_died = threading.Event()
-
-    @tool
-    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
-        """Book a flight (finishes after the hotel call died)."""
-        assert hotel_died.wait(10)
-        return world.book_flight(passenger, origin, dest)
+    book_flight = _gated_flight(world, lambda: hotel_died.wait(10))  # ends after the hotel died
 
     @tool
     def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -64,13 +63,7 @@ class RACToolCalls:
 
         def invoke(name: str, args: dict[str, Any]) -> Any:
             if name == requested:
-                req = request if args == call["args"] else request.override(
-                    tool_call={**call, "args": args})
-                result = execute(req)
-                if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
-                        and result.status == "error" and is_invalid_call(result, name):
-                    raise InvalidToolCall(result)
-                return result
+                return _refuse_invalid(execute(_with_args(request, args)), name)
             other = _request_for(request, name, args)
             if other is None:
                 return _as_message(request, name, _engine_tool(run, name).invoke(args))
@@ -79,15 +72,10 @@ class RACToolCalls:
         try:
             outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
         except InvalidToolCall as refused:
-            self._step_done(run, explicit)
             return refused.message
-        except GraphBubbleUp:  # an interrupt pauses the turn; a hand-off goes on in it
+        finally:
             self._step_done(run, explicit)
-            raise
-        self._step_done(run, explicit)
-        if outcome.ok:
-            return outcome.result  # type: ignore[no-any-return]
-        return _failed(outcome, request)
+        return _reply(outcome, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute: AsyncExecute) -> ToolResult:
@@ -100,13 +88,7 @@ class RACToolCalls:
 
         async def ainvoke(name: str, args: dict[str, Any]) -> Any:
             if name == requested:
-                req = request if args == call["args"] else request.override(
-                    tool_call={**call, "args": args})
-                result = await execute(req)
-                if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
-                        and result.status == "error" and is_invalid_call(result, name):
-                    raise InvalidToolCall(result)
-                return result
+                return _refuse_invalid(await execute(_with_args(request, args)), name)
             other = _request_for(request, name, args)
             if other is None:
                 return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
@@ -115,19 +97,15 @@ class RACToolCalls:
         try:
             outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
         except InvalidToolCall as refused:
-            self._step_done(run, explicit)
             return refused.message
-        except GraphBubbleUp:  # an interrupt pauses the turn; a hand-off goes on in it
+        finally:
             self._step_done(run, explicit)
-            raise
-        self._step_done(run, explicit)
-        if outcome.ok:
-            return outcome.result  # type: ignore[no-any-return]
-        return _failed(outcome, request)
+        return _reply(outcome, request)
 
     # -- turns --------------------------------------------------------------------------------
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
-        """A call of ``run`` is over: mark the run completed, unless the caller opened it.
+        """A call of ``run`` is over, however it ended (an interrupt pauses the turn, a
+        hand-off goes on in it): mark the run completed, unless the caller opened it.
         ``Run.finish`` leaves it running while another call of it is under way, or after a
         crash or cancellation left a call in doubt (for ``rac recover``)."""
         if self.finish_steps and not explicit:
@@ -161,6 +139,29 @@ class RACToolCalls:
     def close(self) -> None:
         """Finish and forget every run the engine's LangGraph adapters opened."""
         self.turns.close()
+
+
+def _with_args(request: ToolCallRequest, args: dict[str, Any]) -> ToolCallRequest:
+    """``request`` with ``args`` (itself when they are its own: a first attempt or a retry)."""
+    call = request.tool_call
+    return request if args == call["args"] else request.override(
+        tool_call={**call, "args": args})
+
+
+def _refuse_invalid(result: ToolResult, name: str) -> ToolResult:
+    """``result``, unless it is ToolNode's answer to arguments that failed validation: the
+    tool never ran, so that is no failure to recover from (see InvalidToolCall)."""
+    if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
+            and result.status == "error" and is_invalid_call(result, name):
+        raise InvalidToolCall(result)
+    return result
+
+
+def _reply(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolResult:
+    """What ToolNode gets for a call RAC ran: the tool's own result, or the recovery report."""
+    if outcome.ok:
+        return outcome.result  # type: ignore[no-any-return]
+    return _failed(outcome, request)
 
 
 def _request_for(request: ToolCallRequest, name: str, args: dict[str, Any]

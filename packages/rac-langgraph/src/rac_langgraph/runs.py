@@ -80,8 +80,7 @@ class TurnRuns:
 
     def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
         """The run of the turn ``state``/``config`` belong to (opened on first use)."""
-        configurable = config.get("configurable") if config else None
-        key = _turn_key(state, configurable or _NO_CONFIG)
+        key = turn_key(state, config)
         runs = self._runs
         lock = self._lock
         lock.acquire()  # not `with`: this is on every tool call

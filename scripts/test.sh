@@ -7,7 +7,7 @@ run() { echo "+ $*"; "$UV" run --frozen "$@"; }
 
 run ruff check .
 run mypy --strict packages/rac-core/src
-run mypy packages/rac-langgraph/src packages/rac-crewai/src
+run mypy packages/rac-langgraph/src packages/rac-crewai/src packages/rac-llamaindex/src packages/rac-semantic-kernel/src
 NO_MKDOCS_2_WARNING=1 run mkdocs build --strict --quiet --site-dir site
 set +e
 "$UV" run --frozen pytest "$@"

@@ -56,3 +56,18 @@ TRIP = [
 @pytest.fixture
 def trip() -> list[tuple[str, dict[str, Any]]]:
     return [(t, dict(a)) for t, a in TRIP]
+
+
+@pytest.fixture(autouse=True)
+def _structlog_config_restored() -> Iterator[None]:
+    """Each test leaves structlog configured as it found it (benchmark entry points configure
+    it process-wide; RAC decides per run whether info events go anywhere)."""
+    import structlog
+
+    saved = structlog.get_config()
+    configured = structlog.is_configured()
+    yield
+    if configured:
+        structlog.configure(**saved)
+    else:
+        structlog.reset_defaults()

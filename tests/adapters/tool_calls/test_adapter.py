@@ -11,7 +11,7 @@ from typing import Any
 import rac
 from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from tool_calls_adapter import agent_loop, rac_agent_loop  # noqa: E402
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_support import check_world_after_abort, durable_url, keyed_engine  # noqa: F401
 
 import rac
 from rac.demo.crash import CrashPlugin, KeyedTravelWorld
@@ -18,6 +17,7 @@ from rac.models import RecordStatus, RunStatus
 from rac.recovery import continue_run, find_unfinished
 from rac.stores import SQLiteStore, open_store
 from rac.testing import VirtualClock
+from tests.reliability.support import check_world_after_abort, durable_url, keyed_engine  # noqa: F401
 
 
 class Crash(BaseException):

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from rel_support import check_log_settled, check_world_after_abort, drop, store_url
 
 from rac.cli.render import run_json
 from rac.demo.crash import CRASH_EXIT_CODE, CRASH_POINTS, KeyedTravelWorld
 from rac.demo.trip import recover_demo, run_demo, world_path_for
+from tests.reliability.support import check_log_settled, check_world_after_abort, drop, store_url
 
 _FORK = multiprocessing.get_context("fork")
 

@@ -9,11 +9,21 @@ from langchain.agents import create_agent
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
-from lg_support import actions, call, engine, errors, model, records, say, turn, world_tools
 
 import rac
 from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
 from rac_langgraph import RACMiddleware
+from tests.adapters.langgraph.support import (
+    actions,
+    call,
+    engine,
+    errors,
+    model,
+    records,
+    say,
+    turn,
+    world_tools,
+)
 
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}

@@ -11,7 +11,16 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
-from lg_support import (
+
+import rac
+from rac.testing import (
+    TRAVEL_COMPENSATIONS,
+    TravelWorld,
+    assert_no_live_effects,
+    assert_rollback_order,
+)
+from rac_langgraph import RACToolCalls, tool_node
+from tests.adapters.langgraph.support import (
     ScriptedModel,
     actions,
     call,
@@ -23,15 +32,6 @@ from lg_support import (
     turn,
     world_tools,
 )
-
-import rac
-from rac.testing import (
-    TRAVEL_COMPENSATIONS,
-    TravelWorld,
-    assert_no_live_effects,
-    assert_rollback_order,
-)
-from rac_langgraph import RACToolCalls, tool_node
 
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from langchain.agents import create_agent
 from langchain_core.tools import ToolException, tool
-from lg_support import (
+
+import rac
+from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
+from rac_langgraph import RACMiddleware
+from tests.adapters.langgraph.support import (
     actions,
     call,
     engine,
@@ -17,10 +21,6 @@ from lg_support import (
     turn,
     world_tools,
 )
-
-import rac
-from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
-from rac_langgraph import RACMiddleware
 
 USER = {"messages": [("user", "Book me a trip to Paris")]}
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}

@@ -22,8 +22,17 @@ RAC = ("rac-memory", "rac-sqlite")
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import structlog
+
     out = tmp_path_factory.mktemp("bench") / "latest.json"
-    data = cli.run(quick=True, seeds=3, workers=2, out=out, docs=False, show_progress=False)
+    saved, configured = structlog.get_config(), structlog.is_configured()
+    try:  # the runner configures structlog for the whole process: later tests must not see it
+        data = cli.run(quick=True, seeds=3, workers=2, out=out, docs=False, show_progress=False)
+    finally:
+        if configured:
+            structlog.configure(**saved)
+        else:
+            structlog.reset_defaults()
     data["_path"] = out
     return data
 

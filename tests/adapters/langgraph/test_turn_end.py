@@ -18,11 +18,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
-from lg_support import ScriptedModel, call, engine, model, say, turn, world_tools
 
 import rac
 from rac.testing import TravelWorld
 from rac_langgraph import RACMiddleware, RACToolCalls, tool_node
+from tests.adapters.langgraph.support import (
+    ScriptedModel,
+    call,
+    engine,
+    model,
+    say,
+    turn,
+    world_tools,
+)
 
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}

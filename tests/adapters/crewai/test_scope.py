@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crew_script import ScriptedLLM, engine, runs_of, told, world_tools
 from crewai import Agent, Crew, Task
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
@@ -13,6 +12,7 @@ import rac
 from rac.models import RecordStatus, RunStatus
 from rac.testing import TravelWorld
 from rac_crewai import CrewAIPlugin, RACTool, enable_rac, enable_rac_for_agent
+from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
 HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}

@@ -6,11 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rel_support import check_world_after_abort, keyed_engine
-
 from rac.demo.crash import KeyedTravelWorld
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.stores import SQLiteStore
+from tests.reliability.support import check_world_after_abort, keyed_engine
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

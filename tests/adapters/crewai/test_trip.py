@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from crew_script import ScriptedLLM, engine, last_tool_result, runs_of, told, world_tools
 from crewai import Agent, Crew, Task
 
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
 from rac_crewai import enable_rac
+from tests.adapters.crewai.support import (
+    ScriptedLLM,
+    engine,
+    last_tool_result,
+    runs_of,
+    told,
+    world_tools,
+)
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
 NCE = {"passenger": "ann", "origin": "SFO", "dest": "NCE"}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from crew_script import ScriptedLLM, engine, runs_of, told, world_tools
 from crewai import Agent, Crew, Process, Task
 
 import rac
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
 from rac_crewai import enable_rac
+from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
 HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}

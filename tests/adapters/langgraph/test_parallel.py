@@ -6,11 +6,21 @@ import threading
 from typing import Any
 
 from langchain.agents import create_agent
-from lg_support import actions, call, engine, errors, model, records, say, turn, world_tools
 
 import rac
 from rac.testing import TravelWorld, assert_compensated_once, assert_no_live_effects
 from rac_langgraph import RACMiddleware
+from tests.adapters.langgraph.support import (
+    actions,
+    call,
+    engine,
+    errors,
+    model,
+    records,
+    say,
+    turn,
+    world_tools,
+)
 
 WAIT = 10.0  # a safety net against a hang; the events normally fire at once
 

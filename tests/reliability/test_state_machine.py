@@ -6,13 +6,13 @@ from __future__ import annotations
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from rel_support import check_world_after_abort, keyed_engine
 
 import rac
 from rac.demo.crash import CRASH_POINTS, CrashPlugin, KeyedTravelWorld
 from rac.models import LEGAL_TRANSITIONS, Record, RecordKind, RecordStatus, RunStatus
 from rac.stores import MemoryStore
 from rac.testing import VirtualClock
+from tests.reliability.support import check_world_after_abort, keyed_engine
 
 BOOKINGS = {
     "book_flight": {"passenger": "p", "origin": "X", "dest": "Y"},

@@ -18,10 +18,13 @@ from rac.serialize import as_fields, to_jsonable
 
 
 class ErrorKind(StrEnum):
-    """``transient`` failures are retried; ``permanent`` ones go straight to alternatives."""
+    """``transient`` failures happened before any effect and are retried; ``permanent`` ones go
+    straight to alternatives; ``ambiguous`` ones may have taken effect (a timeout, a connection
+    lost after sending): retried only where a repeat is safe, else reconciled or in doubt."""
 
     TRANSIENT = "transient"
     PERMANENT = "permanent"
+    AMBIGUOUS = "ambiguous"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,10 @@ class RecordStatus(StrEnum):
     COMPENSATING = "compensating"
     COMPENSATED = "compensated"
     COMPENSATION_FAILED = "compensation_failed"
+    #: The call may or may not have taken effect (an ambiguous failure nothing could settle).
+    IN_DOUBT = "in_doubt"
+    #: An operator settled a record by hand (``rac resolve``), with who and why in ``note``.
+    RESOLVED = "resolved"
 
 
 class RunStatus(StrEnum):
@@ -86,6 +90,14 @@ class Record:
     note: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    #: The tool's effect class when it was called (``read_only``, ``idempotent``, ``keyed``,
+    #: ``unsafe``, ``irreversible``); empty in logs written before effect classes existed.
+    effect: str = ""
+    #: What undoing this record needs, exactly as the call had it (mapped fields of the
+    #: arguments and result, the before-image): never redacted or truncated, kept out of
+    #: displays and events, encrypted at rest when the store has a key. None when nothing is
+    #: needed beyond ``args``/``result``.
+    undo: dict[str, Any] | None = None
 
     def copy(self) -> Record:
         """A shallow copy whose lists are not shared."""
@@ -93,7 +105,8 @@ class Record:
                       self.scope, self.args, self.result, self.error, self.attempts,
                       self.idempotency_key, list(self.depends_on), self.compensates,
                       self.alternative_of, self.compensable, self.read_only, self.note,
-                      self.created_at, self.updated_at)
+                      self.created_at, self.updated_at, self.effect,
+                      dict(self.undo) if self.undo is not None else None)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (enums as their values)."""
@@ -137,3 +150,36 @@ class RunInfo:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["status"] = str(self.status)
         return d
+
+
+@dataclass(slots=True)
+class PairRecord:
+    """A compensation pair kept in the log's store (pairs proposed by a model, with the
+    operator's verdict), so that it is asked for once per tool pair and recovery needs no model.
+
+    ``key`` identifies the pair: the tool, its compensator and ``schema_hash`` (a hash of both
+    tools' schemas: a changed schema is a new pair). ``args`` maps each compensator parameter to
+    a path (``"result.booking_id"``). ``status`` is ``proposed`` (waiting for approval),
+    ``approved`` (in use), ``rejected`` or ``recorded`` (kept, never used).
+    """
+
+    key: str
+    tool: str
+    compensator: str
+    args: dict[str, str] = field(default_factory=dict)
+    source: str = "llm"
+    status: str = "proposed"
+    schema_hash: str = ""
+    note: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def copy(self) -> PairRecord:
+        """A copy that can be changed without touching the original."""
+        return PairRecord(self.key, self.tool, self.compensator, dict(self.args), self.source,
+                          self.status, self.schema_hash, self.note, self.created_at,
+                          self.updated_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pair as a JSON-safe dict."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

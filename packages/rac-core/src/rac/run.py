@@ -568,6 +568,8 @@ class Run:
             rec.note = None
             rec.created_at = now
             rec.updated_at = now
+            rec.effect = ""
+            rec.undo = None
             if self._active_rollbacks:
                 for active in self._active_rollbacks:
                     if _in_scope(scope, active):  # a rollback of this scope is under way

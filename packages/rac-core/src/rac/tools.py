@@ -25,7 +25,10 @@ class Tool:
     ``call`` and ``acall`` take the arguments as one dict. Give at least one; the other is derived
     (an async-only tool called synchronously runs on a private event loop; a sync-only tool
     called asynchronously runs in a worker thread). ``params`` lists the parameter names (None if
-    unknown) and ``required`` those without a default.
+    unknown) and ``required`` those without a default. ``params`` may also be given as the
+    tool's JSON schema (an object schema with ``properties``): the names and the required ones
+    are read from it, and it is kept as ``schema``. ``schema`` is what RAC shows a model that
+    proposes compensations and what it validates mappings against; None when unknown.
     """
 
     name: str
@@ -34,6 +37,7 @@ class Tool:
     params: list[str] | None = None
     required: list[str] = field(default_factory=list)
     description: str = ""
+    schema: dict[str, Any] | None = None
 
     #: True if the tool has an ``idempotency_key`` parameter (RAC then passes the step's key,
     #: unless the caller did). Worked out from ``params`` when the tool is made.
@@ -44,6 +48,18 @@ class Tool:
             raise ValueError(f"a tool needs a non-empty string name, got {self.name!r}")
         if self.call is None and self.acall is None:
             raise ValueError(f"tool {self.name!r} needs a call or an acall")
+        if isinstance(self.params, Mapping):
+            self.params, required, self.schema = _from_schema(self.name, self.params)
+            self.required = list(self.required) or required
+        elif self.params is not None:
+            if isinstance(self.params, str) or not all(isinstance(p, str) for p in self.params):
+                raise ValueError(f"tool {self.name!r}: params must be a list of parameter names "
+                                 f"or a JSON schema with 'properties', got {self.params!r}")
+            self.params = list(self.params)
+        if self.schema is None and self.params is not None:
+            self.schema = {"type": "object",
+                           "properties": {p: {} for p in self.params},
+                           "required": list(self.required)}
         self.takes_key = self.params is not None and "idempotency_key" in self.params
 
     def invoke(self, args: dict[str, Any]) -> Any:
@@ -113,6 +129,20 @@ class ToolSet:
 
     def __repr__(self) -> str:
         return f"ToolSet({sorted(self.by_name)})"
+
+
+def _from_schema(name: str, schema: Mapping[str, Any]
+                 ) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Parameter names, required names and the schema itself, from a JSON object schema."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping) or not all(isinstance(k, str) for k in props):
+        raise ValueError(f"tool {name!r}: params given as a mapping must be a JSON object schema "
+                         f"with a 'properties' mapping, got keys {sorted(map(str, schema))}")
+    required = schema.get("required") or []
+    if not isinstance(required, list | tuple) or not all(r in props for r in required):
+        raise ValueError(f"tool {name!r}: the schema's 'required' must list some of its "
+                         f"properties {sorted(props)}, got {required!r}")
+    return list(props), [str(r) for r in required], dict(schema)
 
 
 def signature_params(fn: Callable[..., Any]) -> tuple[list[str] | None, list[str]]:

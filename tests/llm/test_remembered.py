@@ -133,6 +133,6 @@ def test_a_rejected_pair_is_never_used(resolver_engine: Make, world: TravelWorld
     assert [u.tool for u in report.not_undoable] == ["book_hotel"]
 
 
-def test_rac_pairs_refuses_a_store_without_pairs(tmp_path: Path, capsys: Any) -> None:
-    assert rac_main(["pairs", "--store", "memory://"]) == 0  # the memory store keeps pairs
+def test_rac_pairs_on_an_empty_log(capsys: Any) -> None:
+    assert rac_main(["pairs", "--store", "memory://"]) == 0
     assert "no compensation pairs" in capsys.readouterr().out

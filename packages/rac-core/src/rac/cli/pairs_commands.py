@@ -35,6 +35,53 @@ def register(sub: Any) -> None:
         v.set_defaults(handler=decide, verdict=verdict)
 
 
+    demo = sub.choices.get("demo")
+    if demo is not None:
+        demo.add_argument("--llm", choices=["scripted", "model"], default=None,
+                          help="leave the hotel's pair undeclared and let a model find it: "
+                               "'scripted' (offline) or 'model' (the LangChain model named by "
+                               "$RAC_MODEL, with its API key)")
+        demo.set_defaults(handler=_demo_with_llm(demo.get_default("handler")))
+
+
+def _demo_with_llm(plain: Any) -> Any:
+    """``rac demo``'s handler, running the model-resolved trip when ``--llm`` is given."""
+
+    def handler(args: argparse.Namespace) -> int:
+        if getattr(args, "llm", None) is None:
+            return int(plain(args))
+        if getattr(args, "crash_at", None) or getattr(args, "recover", False):
+            raise ValueError("--llm cannot be combined with --crash-at or --recover")
+        from rac.cli.main import print_json
+        from rac.cli.render import records_table, run_json, table
+        from rac.resolver.demo import run_llm_demo
+
+        result, pairs = run_llm_demo(args.llm, fail=args.fail, store=args.store)
+        if args.json:
+            obj = run_json(result.run_id, str(result.status), result.records)
+            obj["world"] = result.world
+            obj["pairs"] = [p.to_dict() for p in pairs]
+            print_json(obj)
+            return 0
+        print(f"run {result.run_id}: {result.status}\n")
+        print("Pairs the model proposed (checked, stored in the log):")
+        rows = [(p.tool, p.compensator, ", ".join(f"{k}={v}" for k, v in p.args.items()) or "-",
+                 p.status) for p in pairs]
+        print(table(["tool", "undone by", "args", "status"], rows) if rows else "  (none)")
+        print("\nWhat the agent was told:")
+        for line in result.agent_saw:
+            print("  " + line.replace("\n", "\n  "))
+        print("\nTransaction log:")
+        print(records_table(result.records))
+        live = [(b["booking_id"], b["kind"], b["who"], b["place"])
+                for kind in ("flights", "hotels", "cars") for b in result.world[kind]]
+        print("\nLive bookings in the world:")
+        print(table(["booking", "kind", "who", "place"], live) if live else "  (none)")
+        return 0
+
+    return handler
+
+
 def _book(url: str | None) -> Any:
     from rac.resolver.book import PairStore
     from rac.stores import open_store

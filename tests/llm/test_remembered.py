@@ -13,12 +13,17 @@ import pytest
 
 import rac
 from rac.cli.main import main as rac_main
-from rac.resolver import LLMResolver, ScriptedModel
+from rac.resolver import LLMResolver, PairStore, ScriptedModel
 from rac.testing import TravelWorld, assert_no_live_effects
 
 from .conftest import RIGHT_MAPPING, RIGHT_PAIR
 
 Make = Callable[..., rac.RAC]
+
+# Until the stores' pairs capability is in main, the SQLite store keeps no pairs.
+pytestmark = pytest.mark.skipif(
+    not isinstance(rac.SQLiteStore(":memory:"), PairStore),
+    reason="the SQLite store does not keep compensation pairs yet (pairs capability)")
 
 
 @pytest.fixture

@@ -42,11 +42,13 @@ PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
 
 def release_room(world: TravelWorld) -> Tool:
     """The hotel's undo, under a name and a parameter RAC cannot match by itself."""
+    # Tool(params=) takes a JSON schema too, though its annotation says list[str]
+    schema: Any = {"type": "object",
+                   "properties": {"reservation": {"type": "string",
+                                                  "description": "the hotel booking's id"}},
+                   "required": ["reservation"]}
     return Tool("release_room", call=lambda a: world.cancel_hotel(booking_id=a["reservation"]),
-                params={"type": "object",
-                        "properties": {"reservation": {
-                            "type": "string", "description": "the hotel booking's id"}},
-                        "required": ["reservation"]},
+                params=schema,
                 description="Release a hotel room that was booked, given the reservation.")
 
 

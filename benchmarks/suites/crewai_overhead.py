@@ -1,0 +1,180 @@
+"""Per-call overhead RAC adds to a CrewAI tool call.
+
+Two measurements, each interleaving bare and RAC calls so drift hits both alike:
+
+* ``crew``: a one-agent ``Crew`` on a scripted model whose kickoff makes exactly one tool call
+  (model -> tool -> model), kicked off bare and with ``enable_rac``; one kickoff = one tool call
+  plus opening and closing one RAC run.
+* ``tool``: the tool call alone as CrewAI's executor makes it (``tool.run(**args)``), bare and
+  through RAC's wrapper inside an open run: the adapter's cost without CrewAI's own.
+
+Overhead = RAC wall time - bare wall time of each interleaved pair; median and p99 are reported,
+with the log in memory and in a SQLite file. RAC's structlog events are filtered out below
+WARNING, as an application would.
+
+    uv run python -m benchmarks.suites.crewai_overhead [--calls 300] [--tool-calls 5000]
+
+writes ``benchmarks/results/crewai_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+os.environ["HOME"] = tempfile.mkdtemp(prefix="rac-crewai-bench-")
+logging.getLogger("crewai").setLevel(logging.ERROR)
+
+import structlog  # noqa: E402
+from crewai import Agent, Crew, Task  # noqa: E402
+from crewai import __version__ as crewai_version  # noqa: E402
+from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.tools import BaseTool, tool  # noqa: E402
+
+import rac  # noqa: E402
+from rac_crewai import RACTool, enable_rac  # noqa: E402
+from rac_crewai.tool_table import as_rac_tool  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "results" / "crewai_overhead.json"
+ARGS = {"passenger": "ann"}
+
+
+@tool("book_seat")
+def book_seat(passenger: str) -> dict[str, Any]:
+    """Book a seat (the measured tool: returns at once, touches nothing)."""
+    return {"booking_id": f"BK-{passenger}", "status": "confirmed"}
+
+
+@tool("cancel_seat")
+def cancel_seat(booking_id: str) -> dict[str, Any]:
+    """Cancel a seat."""
+    return {"cancelled": booking_id}
+
+
+class OneCallModel(BaseLLM):
+    """Asks for one ``book_seat`` call, then answers."""
+
+    llm_type: str = "bench"
+    pending: bool = True
+
+    def supports_function_calling(self) -> bool:
+        return True
+
+    def supports_stop_words(self) -> bool:
+        return False
+
+    def get_context_window_size(self) -> int:
+        return 100_000
+
+    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
+             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
+             response_model: Any = None) -> Any:
+        if self.pending:
+            self.pending = False
+            return [{"id": "c1", "type": "function",
+                     "function": {"name": "book_seat", "arguments": json.dumps(ARGS)}}]
+        self.pending = True
+        return "booked"
+
+
+def engine(store: str) -> rac.RAC:
+    """A RAC engine for the measured tool."""
+    return rac.RAC(compensations={"book_seat": "cancel_seat"}, store=store,
+                   load_entrypoints=False)
+
+
+def crew() -> Crew:
+    """A fresh one-agent crew that makes one tool call per kickoff."""
+    agent = Agent(role="booker", goal="book", backstory="b", llm=OneCallModel(model="bench"),
+                  tools=[book_seat, cancel_seat])
+    return Crew(agents=[agent], tasks=[Task(description="book", expected_output="x",
+                                            agent=agent)])
+
+
+def paired(bare: Callable[[], Any], guarded: Callable[[], Any], calls: int,
+           warmup: int) -> dict[str, Any]:
+    """Interleave ``bare`` and ``guarded`` calls; times in microseconds."""
+    b: list[float] = []
+    g: list[float] = []
+    for i in range(warmup + calls):
+        t0 = time.perf_counter()
+        bare()
+        t1 = time.perf_counter()
+        guarded()
+        t2 = time.perf_counter()
+        if i >= warmup:
+            b.append((t1 - t0) * 1e6)
+            g.append((t2 - t1) * 1e6)
+    diff = [y - x for x, y in zip(b, g, strict=True)]
+    return {"bare_us": summary(b), "rac_us": summary(g), "overhead_us": summary(diff)}
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    """Median and p99 of ``xs``."""
+    ordered = sorted(xs)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {"median": round(statistics.median(ordered), 1), "p99": round(p99, 1)}
+
+
+def measure_crew(store: str, calls: int, warmup: int) -> dict[str, Any]:
+    """Kickoffs of a bare crew and of the same crew under RAC."""
+    bare, guarded = crew(), enable_rac(crew(), engine(store))
+    return paired(bare.kickoff, guarded.kickoff, calls, warmup)
+
+
+def measure_tool(store: str, calls: int, warmup: int) -> dict[str, Any]:
+    """One tool call as CrewAI's executor makes it, bare and through RAC in an open run."""
+    eng = engine(store)
+    wrapped: BaseTool = RACTool(book_seat, eng)  # what enable_rac puts on an agent
+    with eng.run(agent_id="booker", tools=[as_rac_tool(cancel_seat)]):
+        return paired(lambda: book_seat.run(**ARGS), lambda: wrapped.run(**ARGS), calls, warmup)
+
+
+def main() -> None:
+    """Measure and write the results file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300, help="crew kickoffs per store")
+    parser.add_argument("--tool-calls", type=int, default=5000, help="tool calls per store")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=OUT)
+    opts = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="rac-crewai-bench-") as tmp:
+        for label, store in (("memory", "memory://"), ("sqlite", f"sqlite:///{tmp}/rac.db")):
+            row = {"store": label,
+                   "crew": measure_crew(store, opts.calls, opts.warmup),
+                   "tool": measure_tool(store, opts.tool_calls, opts.warmup)}
+            bare = row["crew"]["bare_us"]["median"]
+            row["crew"]["overhead_pct_median"] = round(
+                100 * row["crew"]["overhead_us"]["median"] / bare, 2)
+            results.append(row)
+            print(json.dumps(row))
+    report = {
+        "benchmark": "crewai_overhead",
+        "what": "overhead RAC adds to one CrewAI tool call: per crew kickoff making one tool "
+                "call, and per tool call alone (tool.run vs RACTool.run in an open run); "
+                "overhead = RAC - bare of interleaved pairs",
+        "crew_calls": opts.calls, "tool_calls": opts.tool_calls, "warmup": opts.warmup,
+        "python": platform.python_version(), "machine": platform.machine(),
+        "crewai": crewai_version, "results": results,
+    }
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {opts.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Per-call overhead of RACMiddleware on a create_agent tool call.
+
+Agents built with ``langchain.agents.create_agent`` on the same scripted model and the same
+trivial tool: one bare, one with ``RACMiddleware``, and two with a pass-through
+``wrap_tool_call`` middleware, the floor any tool middleware costs in create_agent (written as
+usual, and with plain-function hooks like RACMiddleware's: the least it can cost). Each
+invocation is one user turn with exactly one tool call (model -> tool -> model), so one
+invocation is the bare agent's per-tool-call cost, and with RAC it opens, logs and completes
+one run. The agents are invoked in rounds, one invocation each in a rotating order; the overhead
+is the difference of the wall times: median and p99, absolute and relative to the bare agent's
+median and p99, plus the median of the per-round differences. After the warmup the heap is
+collected and frozen (``gc.freeze``), and the collector then runs as usual for every agent.
+RAC's log is measured in memory and in a SQLite file (``synchronous=FULL``); RAC's structlog
+events are filtered out, as an application would.
+
+    uv run --frozen python -m benchmarks.suites.langgraph_overhead [--calls 2000] [--warmup 200]
+
+writes ``benchmarks/results/langgraph_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import itertools
+import json
+import logging
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import StructuredTool
+
+import rac
+from rac_langgraph import RACMiddleware
+
+OUT = Path(__file__).resolve().parents[1] / "results" / "langgraph_overhead.json"
+TARGET = 0.05
+
+
+class OneToolCallModel(BaseChatModel):
+    """Asks for one ``book`` call per user turn, then answers."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OneToolCallModel:
+        return self
+
+    @property
+    def _llm_type(self) -> str:
+        return "one-tool-call"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        if isinstance(messages[-1], ToolMessage):
+            reply = AIMessage(content="booked")
+        else:
+            n = next(_ids)
+            reply = AIMessage(content="", tool_calls=[
+                {"name": "book", "args": {"passenger": f"p{n}"}, "id": f"c{n}",
+                 "type": "tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+_ids = itertools.count()
+
+
+def book(passenger: str) -> dict[str, Any]:
+    """Book a seat (the measured tool: touches nothing)."""
+    return {"booking_id": f"BK-{passenger}", "status": "confirmed"}
+
+
+def cancel(booking_id: str) -> dict[str, Any]:
+    """Cancel a seat."""
+    return {"cancelled": booking_id}
+
+
+class PassThrough(AgentMiddleware):  # type: ignore[type-arg]
+    """A tool middleware that does nothing, written as usual: the floor cost of a tool middleware."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+class PassThroughPlain(PassThrough):
+    """The same, with its hooks given to create_agent as plain functions carrying their
+    ``__signature__``, as RACMiddleware does (LangSmith's ``traceable``, which create_agent wraps
+    every hook in, then skips ``inspect.signature`` on each call): the least any tool middleware
+    costs, so ``rac_beyond_minimum_us`` is RAC's own part."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def wrap_tool_call(request: Any, handler: Any) -> Any:
+            return handler(request)
+
+        async def awrap_tool_call(request: Any, handler: Any) -> Any:
+            return await handler(request)
+
+        for hook in (wrap_tool_call, awrap_tool_call):
+            setattr(hook, "__signature__", inspect.signature(hook))  # noqa: B010
+            self.__dict__[hook.__name__] = hook
+
+
+def _stats(times: list[float], base: list[float]) -> dict[str, Any]:
+    med, b_med = statistics.median(times), statistics.median(base)
+    p99, b_p99 = percentile(times, 99), percentile(base, 99)
+    paired = statistics.median(t - b for t, b in zip(times, base, strict=True))
+    return {"us": {"median": round(med, 1), "p99": round(p99, 1)},
+            "overhead_us": {"median": round(med - b_med, 1), "p99": round(p99 - b_p99, 1),
+                            "paired_median": round(paired, 1)},
+            "overhead_pct": {"median": round(100 * (med - b_med) / b_med, 2),
+                             "p99": round(100 * (p99 - b_p99) / b_p99, 2)}}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation."""
+    s = sorted(values)
+    k = (len(s) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
+    """Rounds of one invocation of each agent (bare, pass-through, RAC); times in µs."""
+    tools = [StructuredTool.from_function(book), StructuredTool.from_function(cancel)]
+    mw = RACMiddleware(compensations={"book": "cancel"}, store=store, load_entrypoints=False)
+    agents = {"bare": create_agent(OneToolCallModel(), tools),
+              "pass_through": create_agent(OneToolCallModel(), tools,
+                                           middleware=[PassThrough()]),
+              "pass_through_plain": create_agent(OneToolCallModel(), tools,
+                                                 middleware=[PassThroughPlain()]),
+              "rac": create_agent(OneToolCallModel(), tools, middleware=[mw])}
+    order = list(agents)
+    times: dict[str, list[float]] = {name: [] for name in agents}
+    for i in range(warmup + calls):
+        if i == warmup:  # the warmup's garbage and long-lived objects: out of the collector's way
+            gc.collect()
+            gc.freeze()
+        k = i % len(order)
+        for name in order[k:] + order[:k]:  # rotate, so no agent always goes first
+            start = time.perf_counter_ns()
+            agents[name].invoke({"messages": [("user", "book")]})
+            if i >= warmup:
+                times[name].append((time.perf_counter_ns() - start) / 1000)
+    gc.unfreeze()
+    runs = mw.engine.store.list_runs()
+    # One run per invocation, each completed when its invocation ended.
+    assert len(runs) == warmup + calls, len(runs)
+    assert all(r.status is rac.RunStatus.COMPLETED for r in runs)
+    mw.calls.close()
+    bare = times["bare"]
+    result = {
+        "store": store.split(":", 1)[0],
+        "bare_us": {"median": round(statistics.median(bare), 1),
+                    "p99": round(percentile(bare, 99), 1)},
+        "rac": _stats(times["rac"], bare),
+        "pass_through_middleware": _stats(times["pass_through"], bare),
+        "pass_through_plain_hooks": _stats(times["pass_through_plain"], bare),
+        "rac_beyond_pass_through_us": round(statistics.median(times["rac"])
+                                            - statistics.median(times["pass_through"]), 1),
+        "rac_beyond_minimum_us": round(statistics.median(times["rac"])
+                                       - statistics.median(times["pass_through_plain"]), 1),
+    }
+    result["under_target"] = result["rac"]["overhead_pct"]["median"] < 100 * TARGET
+    return result
+
+
+def main() -> None:
+    """Run the benchmark and write the results file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=OUT)
+    opts = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="rac-lg-bench-") as tmp:
+        for store in ("memory://", f"sqlite:///{tmp}/rac.db"):
+            results.append(measure(store, opts.calls, opts.warmup))
+            print(json.dumps(results[-1]))
+    import langchain
+    import langgraph.version
+
+    doc = {
+        "benchmark": "langgraph_overhead",
+        "what": "wall time of one create_agent invocation making one tool call (model -> tool "
+                "-> model), with and without RACMiddleware, in rotating rounds; overhead = RAC "
+                "- bare (median, p99; paired_median = median of per-round differences); a "
+                "pass-through tool middleware (as usual, and with plain-function hooks like "
+                "RAC's) shows the floor of any tool middleware; heap "
+                "frozen after the warmup, collector on",
+        "calls": opts.calls, "warmup": opts.warmup, "target_pct": 100 * TARGET,
+        "python": platform.python_version(), "machine": platform.machine(),
+        "langchain": langchain.__version__, "langgraph": langgraph.version.__version__,
+        "results": results,
+    }
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {opts.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 import rac
+import rac.mcp
 from rac_langgraph.tools import as_rac_tool
 
 TurnKey = tuple[str | None, str, str]
@@ -116,6 +117,7 @@ class TurnRuns:
         key = tuple(map(id, tools))
         hit = self._tool_sets.get(key)
         if hit is None:  # a list of tools not seen before (one per ToolNode, usually)
+            rac.mcp.register_offered_tools(self.engine, tools)  # langchain-mcp-adapters' tools
             converted = [as_rac_tool(t) for t in tools if isinstance(t, BaseTool)]
             hit = (self.engine.tool_set(converted), list(tools))
             with self._lock:

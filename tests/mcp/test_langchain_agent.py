@@ -19,8 +19,8 @@ from rac.testing import TravelWorld
 pytest.importorskip("langchain_mcp_adapters")
 from langchain.agents import create_agent  # noqa: E402
 from langchain_mcp_adapters.client import MultiServerMCPClient  # noqa: E402
-from rac_langgraph import RACMiddleware  # noqa: E402
 
+from rac_langgraph import RACMiddleware  # noqa: E402
 from tests.adapters.langgraph.support import call, errors, model, say, turn  # noqa: E402
 
 SERVER = str(Path(__file__).resolve().parents[2] / "examples" / "mcp_travel_server.py")

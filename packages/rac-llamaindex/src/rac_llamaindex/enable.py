@@ -10,7 +10,7 @@ from llama_index.core.tools.types import BaseTool
 from llama_index.core.workflow import Workflow
 
 import rac
-from rac import RAC
+from rac import RAC, ToolSet
 from rac_llamaindex.engine_setup import engine_for
 from rac_llamaindex.guarded_tool import RACFunctionTool
 from rac_llamaindex.run_scope import scoped_run
@@ -44,7 +44,8 @@ def agents_of(target: Any) -> list[BaseWorkflowAgent]:
 
 def user_tools(agents: Iterable[BaseWorkflowAgent]) -> list[BaseTool]:
     """The user's tools of every agent, unwrapped, one per name."""
-    return unique_by_name(unwrap(t) for a in agents for t in a.tools or ())
+    return unique_by_name(unwrap(t) for a in agents for t in a.tools or ()
+                          if isinstance(t, BaseTool))
 
 
 def check_declarations(engine: rac.RAC, tools: list[BaseTool]) -> None:
@@ -105,13 +106,13 @@ def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
         name = target.name if isinstance(target, BaseWorkflowAgent) \
             else (target.root_agent or type(target).__name__)
 
-        def engine_now() -> rac.RAC:
+        def engine_now() -> RAC:
             found = enabled_engine(target)
             assert found is not None
             return found
 
-        def tools_now() -> rac.ToolSet:
-            tool_set: rac.ToolSet = target.__dict__["_rac_llamaindex_tools"]
+        def tools_now() -> ToolSet:
+            tool_set: ToolSet = target.__dict__["_rac_llamaindex_tools"]
             return tool_set
 
         object.__setattr__(target, "run", scoped_run(type(target).run.__get__(target),

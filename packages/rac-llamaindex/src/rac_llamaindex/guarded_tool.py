@@ -133,7 +133,7 @@ class RACFunctionTool(FunctionTool):
 
         def invoke(tool: str, call_args: dict[str, Any]) -> Any:
             if tool == name:
-                return self._inner.call(**call_args, **ctx_kwargs)
+                return self._inner_async.call(**call_args, **ctx_kwargs)
             other = run.tool(tool)
             if other is None:
                 raise LookupError(f"tool {tool!r} is not among the agent's tools nor the "

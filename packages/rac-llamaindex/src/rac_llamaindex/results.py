@@ -71,4 +71,5 @@ def failure_output(outcome: rac.CallOutcome, tool_name: str,
     message = outcome.message or f"RAC: {tool_name} did not complete."
     return ToolOutput(content=message, tool_name=tool_name,
                       raw_input={"args": (), "kwargs": kwargs}, raw_output=outcome.report,
-                      is_error=True, exception=outcome.error)
+                      is_error=True,
+                      exception=outcome.error if isinstance(outcome.error, Exception) else None)

@@ -28,6 +28,7 @@ from llama_index.core.workflow import StopEvent
 from llama_index.core.workflow.handler import WorkflowHandler
 
 import rac
+from rac_llamaindex.tool_table import RUN_CONTEXTS
 
 #: Gives the engine an enabled target uses now (enabling again with another engine switches it).
 EngineOf = Callable[[], rac.RAC]
@@ -93,10 +94,13 @@ def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,
         current = engine.current_run()
         if current is not None:
             current.add_tools(tools())
-            return method(*args, **kwargs)
+            joined = method(*args, **kwargs)
+            RUN_CONTEXTS[current] = joined.ctx
+            return joined
         own = engine.run(agent_id=agent_id(), tools=tools())
         scope = contextvars.copy_context()
         handler = scope.run(_start, own, method, args, kwargs)
+        RUN_CONTEXTS[own] = handler.ctx
         closed = asyncio.get_running_loop().create_task(_close_when_done(own, handler),
                                                         context=scope)
         handler.__class__ = RACWorkflowHandler

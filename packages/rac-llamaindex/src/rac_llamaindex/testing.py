@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -31,7 +31,7 @@ from pydantic import PrivateAttr
 
 ToolCalls = list[tuple[str, dict[str, Any]]]
 #: One model turn of a script.
-Step = Union[str, ToolCalls, Callable[["ModelInput"], "Step"]]
+Step = str | ToolCalls | Callable[["ModelInput"], "Step"]
 
 
 class ScriptExhausted(AssertionError):

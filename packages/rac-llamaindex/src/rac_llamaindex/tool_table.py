@@ -7,6 +7,7 @@ names come from the tool's argument schema, so RAC can map compensation argument
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
@@ -19,6 +20,9 @@ import rac
 #: The workflow ``Context`` of the tool call being made in this task, if any: handed to a
 #: context-taking compensator or alternative RAC calls during that call.
 CALL_CONTEXT: ContextVar[Any] = ContextVar("rac_llamaindex_call_context", default=None)
+#: The workflow ``Context`` of each RAC run's latest workflow run (its handler's), for a
+#: context-taking compensator RAC calls during another tool's call or as the run closes.
+RUN_CONTEXTS: weakref.WeakKeyDictionary[rac.Run, Any] = weakref.WeakKeyDictionary()
 
 
 def unwrap(tool: BaseTool) -> BaseTool:
@@ -32,31 +36,35 @@ def tool_name(tool: BaseTool) -> str:
     return tool.metadata.get_name()
 
 
-def schema_of(tool: BaseTool) -> dict[str, Any] | None:
-    """The JSON schema of ``tool``'s arguments, if it has properties."""
+def schema_of(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema of ``tool``'s arguments (empty when it has none or it cannot be built)."""
     try:
         schema = tool.metadata.get_parameters_dict()
     except Exception:  # noqa: BLE001 - a schema that cannot be built: parameters unknown
-        return None
+        return {}
     props = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(props, dict):
-        return None
+        return {}
     required = [r for r in schema.get("required") or [] if r in props]
     return {"type": "object", "properties": props, "required": required}
 
 
 def context_kwargs(tool: BaseTool) -> dict[str, Any]:
-    """The ``Context`` argument a context-taking ``FunctionTool`` needs, from the current call.
+    """The ``Context`` argument a context-taking ``FunctionTool`` needs: the current tool call's,
+    else that of the current run's workflow.
 
-    Raises an error naming the tool when RAC must call it outside any tool call (a rollback as
-    the run ends), where there is no workflow context to give it."""
+    Raises an error naming the tool when there is neither (RAC recovering a run in a fresh
+    process, or a run no enabled agent's ``run()`` took part in)."""
     if not (isinstance(tool, FunctionTool) and tool.requires_context and tool.ctx_param_name):
         return {}
     ctx = CALL_CONTEXT.get()
     if ctx is None:
+        run = rac.current_run()
+        ctx = RUN_CONTEXTS.get(run) if run is not None else None
+    if ctx is None:
         raise rac.ConfigurationError(
             f"tool {tool_name(tool)!r} takes a workflow Context, and RAC is calling it outside "
-            "any tool call: a compensator or alternative should not need one")
+            "any workflow run: a compensator or alternative used here should not need one")
     return {tool.ctx_param_name: ctx}
 
 
@@ -67,13 +75,16 @@ def as_rac_tool(tool: BaseTool) -> rac.Tool:
     async_tool = adapt_to_async_tool(inner)
 
     def call(args: dict[str, Any]) -> Any:
-        return inner.call(**args, **context_kwargs(inner))
+        return async_tool.call(**args, **context_kwargs(inner))
 
     async def acall(args: dict[str, Any]) -> Any:
         return await async_tool.acall(**args, **context_kwargs(inner))
 
-    return rac.Tool(tool_name(inner), call=call, acall=acall, params=schema_of(inner),
-                    description=inner.metadata.description or "")
+    schema = schema_of(inner)
+    return rac.Tool(tool_name(inner), call=call, acall=acall,
+                    params=list(schema["properties"]) if schema else None,
+                    required=list(schema["required"]) if schema else [],
+                    schema=schema or None, description=inner.metadata.description or "")
 
 
 def unique_by_name(tools: Iterable[BaseTool]) -> list[BaseTool]:

@@ -145,7 +145,9 @@ def _engine(world: World, tools: dict[str, Callable[..., Any]], url: str, clock:
     rtools = [rac.Tool.from_function(fn, name=name) for name, fn in tools.items()]
     engine = rac.RAC(compensations=comps, alternatives=world.alternatives,
                      read_only=world.read_only, retry=RETRY, store=url, clock=clock,
-                     plugins=[ResultSchema(world.effect_field), *plugins], tools=rtools,
+                     plugins=[ResultSchema(world.effect_field,
+                                           world.keyed_tools if variant == "keyed"
+                                           else frozenset()), *plugins], tools=rtools,
                      load_entrypoints=False)
     return engine, rtools
 

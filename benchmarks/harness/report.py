@@ -40,7 +40,10 @@ CLASS_WORDS = {
                  "**before** the tool did anything, gone by the third attempt; some calls are "
                  "slow (15 s on the virtual clock). A retry is always safe here.",
     "garbled": "the effect happened and a `200` came back whose id field is missing or "
-               "blank (a truncated body). The effect is live but the caller cannot name it.",
+               "blank (a truncated body). The effect is live but the caller cannot name it. "
+               "RAC is given the response check through its `rac_detect_result_error` hook "
+               "(retry only where the tool takes a key, else a permanent error); the others "
+               "read what they get.",
     "ambiguous_first": "**in doubt**: the effect commits, then the call raises a "
                        "`TimeoutError`, a `ConnectionResetError` or an HTTP 504, on the first "
                        "attempt of the logical call only. A retry acts again unless the tool "

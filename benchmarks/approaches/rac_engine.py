@@ -45,9 +45,26 @@ def scenario_db_dir() -> str | None:
 
 
 def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
-    """A world's compensation table in RAC's terms (argument paths, nothing guessed)."""
-    return {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
-            for fwd, spec in world.compensations.items()}
+    """A world's compensation table in RAC's terms (argument paths, nothing guessed), plus the
+    updates a before-image can undo, where the core offers ``rac.BeforeImage``."""
+    out = {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
+           for fwd, spec in world.compensations.items()}
+    before_image = getattr(rac, "BeforeImage", None)
+    if before_image is not None:
+        for tool, (read, read_args, args) in world.restores.items():
+            out[tool] = rac.Compensation(tool=tool, args=dict(args),
+                                         before=before_image(read, args=dict(read_args)))
+    return out
+
+
+def declarations(world: type[World] | World) -> dict[str, Any]:
+    """What a careful user declares beyond the pairs, where the core offers it: each tool's
+    effect class (a repeat of ``idempotent`` tools does nothing more; tools that take a key are
+    found ``keyed`` by their parameter; the rest are ``unsafe``) and the irreversible tools."""
+    if not hasattr(rac, "Effect"):
+        return {}
+    effects = {t: "idempotent" for t in world.idempotent_tools}
+    return {"effects": effects, "irreversible": sorted(world.irreversible)}
 
 
 class ResultSchema:
@@ -80,7 +97,8 @@ def make_engine(world: World, store: str, clock: Any,
     """An engine configured for ``world``."""
     return rac.RAC(compensations=compensations(world), alternatives=world.alternatives,
                    read_only=world.read_only, retry=RETRY, store=store, clock=clock,
-                   plugins=[schema or ResultSchema(world.effect_field)], load_entrypoints=False)
+                   plugins=[schema or ResultSchema(world.effect_field)], load_entrypoints=False,
+                   **declarations(world))
 
 
 def log_view(world: World, records: list[rac.Record]) -> LogView:

@@ -31,7 +31,13 @@ from typing import Any
 
 import rac
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, Episode, RunResult, make_setup
-from benchmarks.approaches.rac_engine import RETRY, ResultSchema, drive_under_rac, log_view
+from benchmarks.approaches.rac_engine import (
+    RETRY,
+    ResultSchema,
+    declarations,
+    drive_under_rac,
+    log_view,
+)
 from benchmarks.harness import catalog
 from benchmarks.harness.classify import classify
 from benchmarks.harness.invariants import INVARIANTS, check
@@ -148,7 +154,7 @@ def _engine(world: World, tools: dict[str, Callable[..., Any]], url: str, clock:
                      plugins=[ResultSchema(world.effect_field,
                                            world.keyed_tools if variant == "keyed"
                                            else frozenset()), *plugins], tools=rtools,
-                     load_entrypoints=False)
+                     load_entrypoints=False, **declarations(world))
     return engine, rtools
 
 

@@ -71,6 +71,22 @@ class Tau2AirlineWorld(World):
     }
     read_only = frozenset({"get_user_details", "get_reservation_details",
                            "search_direct_flight"})
+    #: a repeat with the same values charges nothing and changes nothing (tau2 prices the
+    #: difference to the reservation as it is)
+    idempotent_tools = frozenset(UPDATE_FIELDS)
+    restores: ClassVar[dict[str, tuple[str, dict[str, str], dict[str, str]]]] = {
+        "update_reservation_flights": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "cabin": "before.cabin",
+             "flights": "before.flights", "payment_id": "args.payment_id"}),
+        "update_reservation_baggages": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "total_baggages": "before.total_baggages",
+             "nonfree_baggages": "before.nonfree_baggages", "payment_id": "args.payment_id"}),
+        "update_reservation_passengers": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "passengers": "before.passengers"}),
+    }
     irreversible = frozenset({"send_certificate"})
     #: effectful tools without an inverse in tau2's tool set (undone only by restoring the
     #: previous values with the same tool)

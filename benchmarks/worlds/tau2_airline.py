@@ -44,6 +44,18 @@ SAME_AS_BEFORE = ("flights", "cabin", "passengers", "total_baggages", "nonfree_b
                   "status")
 
 
+def same_field(name: str, a: Any, b: Any) -> bool:
+    """Whether two values of a reservation field are the same by the domain's notion: an
+    itinerary is its flight numbers and dates (tau2 re-prices a flight it books again), the
+    rest compares as is."""
+    if name == "flights":
+        def legs(fs: Any) -> list[tuple[str, str]]:
+            return [(f["flight_number"], f["date"]) if isinstance(f, dict)
+                    else (f.flight_number, f.date) for f in fs or []]
+        return legs(a) == legs(b)
+    return bool(a == b)
+
+
 @functools.cache
 def shared() -> tuple[Any, Any]:
     """tau2's airline environment for this process, and a deep copy of its database as
@@ -165,7 +177,7 @@ class Tau2AirlineWorld(World):
             eid = f"{rid}:{tool}"
             before = self.before.reservations.get(rid)
             same = before is not None and all(
-                getattr(out, f) == getattr(before, f) for f in UPDATE_FIELDS[tool])
+                same_field(f, getattr(out, f), getattr(before, f)) for f in UPDATE_FIELDS[tool])
             eff = led.effects.get(eid)
             if same and eff is not None and eff.live:
                 led.undo(eid)
@@ -230,7 +242,8 @@ class Tau2AirlineWorld(World):
                 elif any(abs(v) > 1e-6 for v in net.values()):
                     live.append((key, Live(f"{key}: payments net {net}", "cancel_reservation")))
                 continue
-            diff = self.field_diff(old, new)
+            diff = {k: v for k, v in self.field_diff(old, new).items()
+                    if not same_field(k, v[0], v[1])}
             for tool, fields in UPDATE_FIELDS.items():
                 if any(f in diff for f in fields):
                     eid = f"{key}:{tool}"

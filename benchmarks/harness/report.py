@@ -284,7 +284,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         "is declared undoable only where the core can restore a before-image). `reference`: "
         "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
         "exact state mappers. None of the baselines passes idempotency keys (a model does not "
-        "make them up); RAC passes one to every tool that declares the parameter.",
+        "make them up); RAC passes one to every tool that declares the parameter. The "
+        "baselines undo only what has an inverse tool in the world's table: tau2's updates, "
+        "whose undo needs the previous values read back, they leave in place (the prompted "
+        "model and the saga name them when they give up). `saga` runs a parallel turn's calls "
+        "one after the other.",
         "- **Cost model.** A policy step is one model call (1.5 s virtual); tool calls take 0.2 s "
         "virtual; backoff waits are virtual. `rac-sqlite` scenario runs keep their logs in "
         "`/dev/shm` when it exists (`$RAC_BENCH_SQLITE_DIR` overrides).",

@@ -7,13 +7,13 @@ import json
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any
 
-import structlog
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
+from rac.events import emit
 from rac.models import RecordStatus
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
@@ -28,7 +28,6 @@ from rac_langgraph.runs import Replay, TurnRuns, runs_of
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
 AsyncExecute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
-_log = structlog.get_logger("rac_langgraph")
 _HINT = "pass it to create_agent or to RACMiddleware(tools=[...])"
 
 
@@ -190,7 +189,7 @@ class RACToolCalls:
             if doubt is None:
                 return None
             return self._told(run, request, _in_doubt_text(doubt), error=True)
-        _log.info("rac_langgraph.replayed", run_id=run.run_id, tool=name,
+        emit("rac_langgraph.replayed", run_id=run.run_id, tool=name,
                   tool_call_id=call.get("id"))
         if not isinstance(prior, Replay):
             return prior  # type: ignore[no-any-return]

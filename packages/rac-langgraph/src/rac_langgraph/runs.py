@@ -24,10 +24,9 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import structlog
-
 import rac
 from rac.adapters import RunRegistry, ToolSetCache, registry_of
+from rac.events import emit
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
@@ -38,7 +37,6 @@ _KEY = "rac_langgraph.turns"
 #: config (``configurable``).
 _CHECKPOINTER = "__pregel_checkpointer"
 _SCRATCHPAD = "__pregel_scratchpad"
-_log = structlog.get_logger("rac_langgraph")
 #: How many saved checkpoints a walk to the turn's input checkpoint reads at most.
 _WALK_LIMIT = 256
 
@@ -223,7 +221,7 @@ class TurnRuns(RunRegistry[TurnKey]):
             self.doubtful.add(run_id)
         if info.status in ROLLED_BACK:
             self._notes[run_id] = rolled_back_note(actions)
-        _log.info("rac_langgraph.turn_resumed", run_id=run_id, status=str(info.status),
+        emit("rac_langgraph.turn_resumed", run_id=run_id, status=str(info.status),
                   records=len(records))
         return run
 

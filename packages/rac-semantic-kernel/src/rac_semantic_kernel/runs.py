@@ -38,8 +38,9 @@ def _anchor(history: ChatHistory) -> Any:
 class _Entry:
     __slots__ = ("history", "anchor", "run")
 
-    def __init__(self, history: ChatHistory, anchor: Any, run: rac.Run) -> None:
-        self.history = weakref.ref(history)
+    def __init__(self, history: ChatHistory, anchor: Any, run: rac.Run,
+                 on_death: Any) -> None:
+        self.history = weakref.ref(history, on_death)
         self.anchor = anchor
         self.run = run
 
@@ -51,30 +52,46 @@ class InvocationRuns:
         self.engine = engine
         self._runs: OrderedDict[int, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+        # Weak references of histories that died (an agent's history dies with its
+        # invocation): their entries are dropped on the next lookup. The callback only
+        # appends, as the collector may run it anywhere, even inside this table's methods.
+        self._dead: list[weakref.ref[ChatHistory]] = []
 
     def run_for(self, history: ChatHistory, agent_id: str | None) -> rac.Run:
         """The run of the invocation ``history`` belongs to, opened on first use."""
         anchor = _anchor(history)
         key = id(history)
         with self._lock:
+            if self._dead:
+                self._drop_dead()
             entry = self._runs.get(key)
             if entry is not None and entry.history() is history and entry.anchor is anchor:
                 self._runs.move_to_end(key)
                 return entry.run
             run = self.engine.run(agent_id=agent_id)
-            self._runs[key] = _Entry(history, anchor, run)
+            self._runs[key] = _Entry(history, anchor, run, self._dead.append)
             self._runs.move_to_end(key)
-            self._forget_old()
+            if len(self._runs) > MAX_RUNS:
+                self._forget_oldest()
             return run
 
-    def _forget_old(self) -> None:
-        if len(self._runs) <= MAX_RUNS:
-            return
-        for key, entry in list(self._runs.items()):
-            if len(self._runs) <= MAX_RUNS:
-                break
+    def _drop_dead(self) -> None:
+        dead, self._dead[:] = list(self._dead), []
+        gone = {id(ref) for ref in dead}
+        for key in [k for k, e in self._runs.items() if id(e.history) in gone]:
+            del self._runs[key]
+
+    def _forget_oldest(self) -> None:
+        """Forget the least recently used runs that are not busy, down to ``MAX_RUNS``."""
+        excess = len(self._runs) - MAX_RUNS
+        idle = []
+        for key, entry in self._runs.items():  # oldest first
             if not entry.run.busy:
-                del self._runs[key]
+                idle.append(key)
+                if len(idle) == excess:
+                    break
+        for key in idle:
+            del self._runs[key]
 
     def __len__(self) -> int:
         return len(self._runs)

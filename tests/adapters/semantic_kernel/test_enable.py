@@ -27,7 +27,7 @@ def test_refuses_an_engine_and_keywords_together(make_engine: Callable[..., rac.
 
 
 def test_refuses_an_engine_that_is_not_one() -> None:
-    with pytest.raises(rac.ConfigurationError, match="rac must be a rac.RAC engine, got str"):
+    with pytest.raises(rac.ConfigurationError, match="rac= must be a rac.RAC engine, got str"):
         enable_rac(Kernel(), rac="sqlite:///x.db")  # type: ignore[arg-type]
 
 

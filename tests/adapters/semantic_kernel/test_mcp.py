@@ -31,20 +31,20 @@ async def test_mcp_pairs_from_metadata_and_compensation_through_the_server(
         kernel.add_plugin(air)
         kernel.add_plugin(TravelPlugin(world), plugin_name="travel")
         flight = Call("air", "book-flight", {"passenger": "ann", "origin": "SFO", "dest": "CDG"})
-        search = Call("air", "search-flights", {"origin": "SFO", "dest": "CDG"})
+        search = Call("air", "search_flights", {"origin": "SFO", "dest": "CDG"})
         agent, model = trip_agent(kernel, [[search], [flight], [HOTEL], "No hotel."])
-        enable_rac(agent, rac=engine)
+        enable_rac(agent, rac=engine, trusted_mcp=["air"])  # its read-only hint is believed
 
         await agent.get_response(messages="Paris trip.")
 
     assert engine.registry.pairs["air-book-flight"].tool == "air-cancel-flight"
-    assert "air-search-flights" in engine.registry.read_only
+    assert "air-search_flights" in engine.registry.read_only
     assert [(b["kind"], b["status"]) for b in world.bookings()] == [("flight", "cancelled")]
     assert "Undone, newest first: air-book-flight FL-" in model.tool_results(-1)[-1]
     (info,) = engine.store.list_runs()
     records = engine.store.get_records(info.run_id)
     assert [(r.tool, r.kind) for r in records] == [
-        ("air-search-flights", RecordKind.ACTION), ("air-book-flight", RecordKind.ACTION),
+        ("air-search_flights", RecordKind.ACTION), ("air-book-flight", RecordKind.ACTION),
         ("travel-book_hotel", RecordKind.ACTION), ("air-cancel-flight", RecordKind.COMPENSATION)]
     assert records[1].result["booking_id"].startswith("FL-")
     world.close()

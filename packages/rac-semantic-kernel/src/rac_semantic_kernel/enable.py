@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from semantic_kernel import Kernel
@@ -10,6 +11,7 @@ from semantic_kernel.filters import FilterTypes
 from rac import RAC, ConfigurationError
 from rac_semantic_kernel.engine_setup import engine_for
 from rac_semantic_kernel.filters import FunctionCallFilter
+from rac_semantic_kernel.functions import NAMINGS, Naming
 
 T = TypeVar("T")
 
@@ -31,6 +33,7 @@ def enabled_engine(target: Any) -> RAC | None:
 
 
 def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None,
+               names: Naming = "plugin-function", trusted_mcp: Iterable[str] = (),
                **config: Any) -> T:
     """Run every function call the model makes through ``target`` under RAC; returns ``target``.
 
@@ -44,22 +47,30 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
     only one plugin has are accepted too. A compensator is any function of the kernel (it need
     not be offered to the model) or a tool the engine knows.
 
-    ``agent_id`` is written on the records of this kernel's calls (default: the agent's name
-    for an agent, else the run's agent id).
+    Args:
+        agent_id: written on the records of this kernel's calls (default: the agent's name
+            for an agent, else the run's agent id).
+        names: ``"plugin-function"`` (default) logs ``travel-book_flight``; ``"function"``
+            logs the bare ``book_flight`` (for declarations shared with other frameworks; two
+            plugins of the kernel may then not share a function name).
+        trusted_mcp: names of the kernel's MCP plugins whose servers are trusted: their
+            read-only and idempotency hints are believed (see ``rac.mcp``).
 
     One agent invocation (or one auto-function-calling completion) is one run; inside
     ``async with engine.run()`` calls join that run instead. Enabling again with the same
-    engine is harmless; with another engine it is an error.
+    engine is harmless; with another engine, or another agent id or naming, it is an error.
 
     Raises :class:`rac.ConfigurationError` naming what is wrong: a target that is neither a
     kernel nor an agent with one, both ``rac`` and keywords, a compensation or alternative
-    naming a function the kernel does not have and the engine does not know.
+    naming a function the kernel does not have and the engine does not know, an ambiguous name.
     """
     kernel = getattr(target, "kernel", target)
     if not isinstance(kernel, Kernel):
         raise ConfigurationError(
             f"enable_rac needs a semantic_kernel.Kernel or an agent with a kernel "
             f"(ChatCompletionAgent), got {type(target).__name__}")
+    if names not in NAMINGS:
+        raise ConfigurationError(f"names must be one of {NAMINGS}, got {names!r}")
     if agent_id is None and kernel is not target:
         name = getattr(target, "name", None)
         agent_id = name if isinstance(name, str) and name else None
@@ -75,12 +86,15 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
                 f"this kernel is already enabled for agent {existing.agent_id!r}, not "
                 f"{agent_id!r}: give each agent its own kernel (kernel.clone()) so RAC can "
                 f"tell their calls apart")
+        if existing.naming != names:
+            raise ConfigurationError(f"this kernel is already enabled with "
+                                     f"names={existing.naming!r}, not {names!r}")
         existing.agent_id = existing.agent_id or agent_id
+        existing.trusted_mcp = existing.trusted_mcp | frozenset(trusted_mcp)
         existing.prepare(kernel)
         return target
-    filters = FunctionCallFilter(engine, agent_id)
+    filters = FunctionCallFilter(engine, agent_id, names, trusted_mcp)
     filters.prepare(kernel)  # declarations checked now, before anything runs
     kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, filters.auto)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, filters.function)
     return target
-

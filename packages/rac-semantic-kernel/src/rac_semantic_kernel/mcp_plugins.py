@@ -2,10 +2,11 @@
 
 SK's MCP plugins (``MCPStdioPlugin``, ``MCPSsePlugin``, ...) turn each MCP tool into a kernel
 function but keep neither the tool's ``_meta`` nor its annotations, and they rename tools to fit
-SK's name rules. The plugin's own session still lists the raw tools: RAC reads the
-declarations there (:func:`rac.mcp.declarations_from_mcp`), and maps each MCP name to the
+SK's name rules. The plugin's own session still lists the raw tools: RAC registers their
+declarations with :func:`rac.mcp.register_session_tools` (validated, and trusted only as far
+as the user says), with a :class:`rac.mcp.NameMap` from each MCP name to the logged name of the
 kernel function that calls it (the function's method is ``plugin.call_tool`` bound to the MCP
-name), so the pairs land under the logged names, e.g. ``travel-book_flight``.
+name), so the pairs land under the names the log uses, e.g. ``travel-book_flight``.
 
 SK also turns a tool's error result (``isError``) into ordinary text. RAC makes the plugin's
 session raise :class:`MCPToolError` for it instead, so a failed MCP call is a failure RAC
@@ -21,7 +22,7 @@ from typing import Any
 from semantic_kernel.functions import KernelFunction
 
 import rac
-from rac.mcp import declarations_from_mcp
+from rac.mcp import NameMap, register_session_tools
 
 _PATCHED = "_rac_semantic_kernel_checked"
 
@@ -75,11 +76,8 @@ def _check_errors(session: Any) -> None:
     setattr(session, _PATCHED, True)
 
 
-def _logged(names: dict[str, str], name: str) -> str:
-    return names.get(name, name)
-
-
-async def adopt_mcp_plugin(engine: rac.RAC, plugin: Any, names: dict[str, str]) -> None:
+async def adopt_mcp_plugin(engine: rac.RAC, plugin: Any, names: dict[str, str], *,
+                           trusted: bool = False) -> None:
     """Register the declarations ``plugin``'s server makes for its tools, under the logged names
     (``names``: MCP tool name -> logged name of the kernel function calling it)."""
     session = getattr(plugin, "session", None)
@@ -88,17 +86,5 @@ async def adopt_mcp_plugin(engine: rac.RAC, plugin: Any, names: dict[str, str]) 
             f"MCP plugin {getattr(plugin, 'name', plugin)!r} is not connected: open it "
             f"(async with plugin / await plugin.connect()) before its functions are called")
     _check_errors(session)
-    listed = await session.list_tools()
-    found = declarations_from_mcp(listed.tools)
-    registry = engine.registry
-    for name in found.read_only:
-        full = _logged(names, name)
-        if full not in registry.pairs and full not in registry.read_only:
-            registry.add_read_only(full)
-    for name, spec in found.compensations.items():
-        if isinstance(spec, str):
-            spec = {"tool": spec}
-        spec = {**spec, "tool": _logged(names, spec["tool"])}
-        registry.add(_logged(names, name), spec)
-    for name, alts in found.alternatives.items():
-        registry.add_alternatives(_logged(names, name), [_logged(names, a) for a in alts])
+    await register_session_tools(engine, session, server=getattr(plugin, "name", None),
+                                 trusted=trusted, names=NameMap(names))

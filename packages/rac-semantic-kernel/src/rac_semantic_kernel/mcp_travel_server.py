@@ -2,7 +2,7 @@
 
 ``python -m rac_semantic_kernel.mcp_travel_server WORLD.db`` serves ``book-flight`` (whose
 ``_meta`` declares its compensation, ``cancel-flight``, as RAC reads it), ``cancel-flight`` and
-``search flights`` (read-only by its annotations). Open ``rac.testing.TravelWorld(WORLD.db)`` in
+``search_flights`` (read-only by its annotations, which RAC believes only of a trusted server). Open ``rac.testing.TravelWorld(WORLD.db)`` in
 the client to see what the server booked.
 """
 
@@ -34,7 +34,7 @@ def cancel_flight(booking_id: str) -> dict[str, Any]:
     return world.cancel_flight(booking_id)
 
 
-@app.tool(name="search flights", annotations=ToolAnnotations(readOnlyHint=True))
+@app.tool(name="search_flights", annotations=ToolAnnotations(readOnlyHint=True))
 def search_flights(origin: str, dest: str) -> dict[str, Any]:
     """Search flights (changes nothing)."""
     return world.search_flights(origin, dest)

@@ -8,23 +8,22 @@ completion on a user's own history) share a run: the run of (history, last user 
 new user message on the same history starts a new run.
 
 The run is marked completed after each call (``Run.finish``, which leaves a busy run running);
-it stays joinable, so a later failure in the same invocation still undoes all of it.
+it stays joinable, so a later failure in the same invocation still undoes all of it. The runs
+are kept in a :class:`rac.adapters.RunRegistry`; a run is forgotten when its history dies (an
+agent's history dies with its invocation), so an object id is never reused as a key.
 """
 
 from __future__ import annotations
 
-import threading
 import weakref
-from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 from semantic_kernel.contents import ChatHistory
 from semantic_kernel.contents.utils.author_role import AuthorRole
 
 import rac
-
-#: How many invocations' runs are remembered (a busy run is never forgotten).
-MAX_RUNS = 512
+from rac.adapters import RunRegistry, registry_of
 
 
 def _anchor(history: ChatHistory) -> Any:
@@ -35,72 +34,48 @@ def _anchor(history: ChatHistory) -> Any:
     return None
 
 
-class _Entry:
-    __slots__ = ("history", "anchor", "run")
-
-    def __init__(self, history: ChatHistory, anchor: Any, run: rac.Run,
-                 on_death: Any) -> None:
-        self.history = weakref.ref(history, on_death)
-        self.anchor = anchor
-        self.run = run
-
-
 class InvocationRuns:
     """The runs of the invocations one engine serves, keyed by their chat history."""
 
     def __init__(self, engine: rac.RAC) -> None:
         self.engine = engine
-        self._runs: OrderedDict[int, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
-        # Weak references of histories that died (an agent's history dies with its
-        # invocation): their entries are dropped on the next lookup. The callback only
-        # appends, as the collector may run it anywhere, even inside this table's methods.
-        self._dead: list[weakref.ref[ChatHistory]] = []
+        self.registry: RunRegistry[Hashable] = RunRegistry(engine)
+        # id(history) -> weak reference whose callback reports the history's death; the
+        # callback only appends (the collector may run it anywhere, even inside this table's
+        # methods), and dead keys are forgotten on the next lookup.
+        self._watched: dict[int, weakref.ref[ChatHistory]] = {}
+        self._keys: dict[int, set[Hashable]] = {}  # id(history) -> its registry keys
+        self._dead: list[int] = []
 
     def run_for(self, history: ChatHistory, agent_id: str | None) -> rac.Run:
         """The run of the invocation ``history`` belongs to, opened on first use."""
-        anchor = _anchor(history)
+        if self._dead:
+            self._forget_dead()
         key = id(history)
-        with self._lock:
-            if self._dead:
-                self._drop_dead()
-            entry = self._runs.get(key)
-            if entry is not None and entry.history() is history and entry.anchor is anchor:
-                self._runs.move_to_end(key)
-                return entry.run
-            run = self.engine.run(agent_id=agent_id)
-            self._runs[key] = _Entry(history, anchor, run, self._dead.append)
-            self._runs.move_to_end(key)
-            if len(self._runs) > MAX_RUNS:
-                self._forget_oldest()
-            return run
+        if key not in self._watched:
+            dead = self._dead
 
-    def _drop_dead(self) -> None:
+            def died(_: object, k: int = key) -> None:
+                dead.append(k)
+
+            self._watched[key] = weakref.ref(history, died)
+        run_key = (key, id(_anchor(history)))
+        self._keys.setdefault(key, set()).add(run_key)
+        return self.registry.run_for(run_key, agent_id=agent_id)
+
+    def _forget_dead(self) -> None:
         dead, self._dead[:] = list(self._dead), []
-        gone = {id(ref) for ref in dead}
-        for key in [k for k, e in self._runs.items() if id(e.history) in gone]:
-            del self._runs[key]
-
-    def _forget_oldest(self) -> None:
-        """Forget the least recently used runs that are not busy, down to ``MAX_RUNS``."""
-        excess = len(self._runs) - MAX_RUNS
-        idle = []
-        for key, entry in self._runs.items():  # oldest first
-            if not entry.run.busy:
-                idle.append(key)
-                if len(idle) == excess:
-                    break
-        for key in idle:
-            del self._runs[key]
+        for key in dead:
+            ref = self._watched.get(key)
+            if ref is not None and ref() is None:
+                del self._watched[key]
+                for run_key in self._keys.pop(key, ()):
+                    self.registry.forget(run_key)
 
     def __len__(self) -> int:
-        return len(self._runs)
+        return len(self.registry)
 
 
 def runs_of(engine: rac.RAC) -> InvocationRuns:
     """The invocation runs of ``engine`` (one table per engine, shared by its kernels)."""
-    table = engine.extensions.get("rac_semantic_kernel.runs")
-    if not isinstance(table, InvocationRuns):
-        table = InvocationRuns(engine)
-        engine.extensions["rac_semantic_kernel.runs"] = table
-    return table
+    return registry_of(engine, "rac_semantic_kernel.runs", InvocationRuns)

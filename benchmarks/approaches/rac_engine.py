@@ -22,7 +22,7 @@ from benchmarks.approaches.base import (
     Setup,
     drive,
 )
-from benchmarks.policies import Abort, Call, Finish, Observation, ReActPolicy
+from benchmarks.harness.policies import Abort, Call, Finish, Observation, ReActPolicy
 from benchmarks.worlds.base import World
 from rac.stores import open_store
 

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, LogView, RunResult, Setup, drive
-from benchmarks.clock import VirtualClock
-from benchmarks.policies import Abort, Call, Finish, Observation, ReActPolicy
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.policies import Abort, Call, Finish, Observation, ReActPolicy
 from benchmarks.worlds.base import CompSpec, World
 
 logging.getLogger("react_agent_compensation").setLevel(logging.CRITICAL)

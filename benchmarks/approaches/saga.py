@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, LogView, RunResult, Setup
-from benchmarks.clock import POLICY_STEP_S
-from benchmarks.errors import looks_transient
-from benchmarks.scenario import Option
+from benchmarks.harness.clock import POLICY_STEP_S
+from benchmarks.harness.errors import looks_transient
+from benchmarks.harness.scenario import Option
 
 MAX_ATTEMPTS = 3
 

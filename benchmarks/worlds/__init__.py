@@ -1,1 +1,2 @@
-"""Worlds with real state and a ground-truth ledger of the side effects that took place."""
+"""The worlds: real state with their own ground-truth ledger (travel, shop, logistics, job shop)
+and the real tau2-bench airline domain."""

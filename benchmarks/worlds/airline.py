@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar
 
-from benchmarks.clock import VirtualClock
-from benchmarks.errors import WorldRejected
-from benchmarks.scenario import Option, Scenario, Slot
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.errors import WorldRejected
+from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
 DATE = "2024-05-20"

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from benchmarks.clock import TOOL_LATENCY_S, VirtualClock
-from benchmarks.errors import WorldRejected
-from benchmarks.ledger import Ledger
+from benchmarks.harness.clock import TOOL_LATENCY_S, VirtualClock
+from benchmarks.harness.errors import WorldRejected
+from benchmarks.harness.ledger import Ledger
 
 
 def resolve(path: str, args: dict[str, Any], result: Any) -> Any:

@@ -2,7 +2,7 @@
 capacities; vehicles booked in time slots with real conflict checks; a kitchen that holds three
 cooks at a time; a deposit that pays for what is booked.
 
-Road closures and flight delays are faults (see :mod:`benchmarks.fault_classes`): a closed road
+Road closures and flight delays are faults (see :mod:`benchmarks.harness.fault_classes`): a closed road
 rejects trips over it, a delayed flight rejects a pickup at the original arrival time.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from benchmarks.clock import VirtualClock
-from benchmarks.errors import WorldRejected
-from benchmarks.scenario import Option, Scenario, Slot
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.errors import WorldRejected
+from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
 #: venue -> (guests it holds, price)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from benchmarks.clock import VirtualClock
-from benchmarks.errors import WorldRejected
-from benchmarks.scenario import Option, Scenario, Slot
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.errors import WorldRejected
+from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
 FLIGHTS = {"AF10": (3, 320), "AF12": (3, 360), "AF14": (5, 410), "BA20": (5, 390)}

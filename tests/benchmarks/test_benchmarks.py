@@ -12,10 +12,11 @@ pytest.importorskip("react_agent_compensation")
 pytest.importorskip("tau2")
 pytest.importorskip("matplotlib")
 
-from benchmarks import cli, runner  # noqa: E402
 from benchmarks.approaches.base import make_setup  # noqa: E402
-from benchmarks.catalog import fault_classes, scenarios  # noqa: E402
-from benchmarks.faults import FaultLayer, FaultRule  # noqa: E402
+from benchmarks.harness import runner  # noqa: E402
+from benchmarks.harness.catalog import fault_classes, scenarios  # noqa: E402
+from benchmarks.harness.faults import FaultLayer, FaultRule  # noqa: E402
+from benchmarks.suites import scenarios as scenario_suite  # noqa: E402
 
 RAC = ("rac-memory", "rac-sqlite")
 
@@ -27,7 +28,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench") / "latest.json"
     saved, configured = structlog.get_config(), structlog.is_configured()
     try:  # the runner configures structlog for the whole process: later tests must not see it
-        data = cli.run(quick=True, seeds=3, workers=2, out=out, docs=False, show_progress=False)
+        data = scenario_suite.run(quick=True, seeds=3, workers=2, out=out, docs=False, show_progress=False)
     finally:
         if configured:
             structlog.configure(**saved)
@@ -99,7 +100,7 @@ def test_baselines_do_leave_side_effects(quick: dict[str, Any]) -> None:
 
 
 def test_fault_schedule_is_keyed_by_logical_call_and_seeded() -> None:
-    from benchmarks.clock import VirtualClock
+    from benchmarks.harness.clock import VirtualClock
 
     rule = FaultRule("t", "5xx", attempts=1, probability=0.5)
     draws = []

@@ -11,6 +11,7 @@ import pytest
 import structlog
 
 import rac
+from rac.stores.sql import MIGRATIONS
 from rac.testing import TravelWorld
 
 
@@ -86,13 +87,14 @@ def test_sqlite_durability_settings_and_migrations(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
-    assert store.schema_version() == 1
+    latest = max(version for version, _ in MIGRATIONS)
+    assert store.schema_version() == latest
     store.close()
     again = rac.SQLiteStore(tmp_path / "log.db")  # reopening does not re-apply migrations
-    assert again.schema_version() == 1
+    assert again.schema_version() == latest
     rows = sqlite3.connect(tmp_path / "log.db").execute(
         "SELECT COUNT(*) FROM schema_migrations").fetchone()
-    assert rows == (1,)
+    assert rows == (len(MIGRATIONS),)
 
 
 def test_a_failed_write_rolls_back_and_loses_nothing(tmp_path: Path) -> None:

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import rac
-from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
+from rac.testing import (
+    AdapterConformance,
+    TravelWorld,
+    assert_no_live_effects,
+    assert_rollback_order,
+)
+from rac.testing.adapters import Step, Told, TurnResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
-from tool_calls_adapter import agent_loop, rac_agent_loop  # noqa: E402
+from tool_calls_adapter import agent_loop, arac_agent_loop, rac_agent_loop  # noqa: E402
 
 
 def tool_call(n: int, name: str, **args: Any) -> dict[str, Any]:
@@ -92,3 +100,60 @@ def test_abort_without_replan_leaves_nothing(engine: rac.RAC, world: TravelWorld
     run, _ = rac_agent_loop(engine, model, tools, "book")
     assert_no_live_effects(world)
     assert run.status is rac.RunStatus.COMPENSATED
+
+
+# -- the conformance suite -----------------------------------------------------------------------
+class ToolCallsHarness:
+    """Runs a conformance turn through the hand-rolled loop."""
+
+    parallel = True
+
+    @staticmethod
+    def _model(script: Sequence[Step]) -> ScriptedModel:
+        n = iter(range(1, 1000))
+        replies: list[dict[str, Any]] = []
+        for step in script:
+            if isinstance(step, str):
+                replies.append({"role": "assistant", "content": step})
+            else:
+                replies.append({"role": "assistant", "tool_calls": [
+                    tool_call(next(n), name, **args) for name, args in step]})
+        return ScriptedModel(replies)
+
+    @staticmethod
+    def _result(messages: list[dict[str, Any]]) -> TurnResult:
+        told = [Told(m["name"], str(m["content"]), bool(m.get("is_error")))
+                for m in messages if m.get("role") == "tool"]
+        return TurnResult(told, messages[-1].get("content"))
+
+    def run_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                 agent_id: str) -> TurnResult:
+        tools = {t.__name__: t for t in world.tools()}
+        _, messages = rac_agent_loop(engine, self._model(script), tools, "Book my trip",
+                                     agent_id=agent_id)
+        return self._result(messages)
+
+    async def arun_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        tools = {t.__name__: t for t in world.tools()}
+        _, messages = await arac_agent_loop(engine, self._model(script), tools, "Book my trip",
+                                            agent_id=agent_id)
+        return self._result(messages)
+
+    def control_flow(self) -> BaseException:
+        return LoopStop("the user stopped the loop")
+
+
+class LoopStop(Exception):  # noqa: N818 - the loop's own control flow
+    """How this loop's tools ask the loop to stop (declared a pass-through below)."""
+
+
+class TestConformance(AdapterConformance):
+    @pytest.fixture
+    def adapter(self) -> ToolCallsHarness:
+        return ToolCallsHarness()
+
+    def make_engine(self, log_path: Path, **kw: Any) -> rac.RAC:
+        engine = super().make_engine(log_path, **kw)
+        engine.add_passthrough(LoopStop)
+        return engine

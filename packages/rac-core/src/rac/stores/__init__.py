@@ -7,10 +7,12 @@ from pathlib import Path
 
 from rac.errors import StoreError
 from rac.stores.base import Store
+from rac.stores.capabilities import PairStore, supports
 from rac.stores.memory import MemoryStore
 from rac.stores.sqlite import SQLiteStore
 
-__all__ = ["DEFAULT_STORE_URL", "MemoryStore", "SQLiteStore", "Store", "open_store"]
+__all__ = ["DEFAULT_STORE_URL", "MemoryStore", "PairStore", "SQLiteStore", "Store", "open_store",
+           "supports"]
 
 #: Where the log lives when no store is given and ``RAC_STORE`` is not set.
 DEFAULT_STORE_URL = "sqlite:///.rac/rac.db"

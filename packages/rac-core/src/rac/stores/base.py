@@ -8,14 +8,19 @@ from typing import Any, Protocol, runtime_checkable
 
 from rac.models import Record, RunInfo, RunStatus
 
+__all__ = ["Store", "status_set"]
+
 
 @runtime_checkable
 class Store(Protocol):
     """A durable (or, for tests, in-memory) transaction log.
 
     Writes are atomic per call. ``append`` never overwrites: a second record at the same
-    ``(run_id, seq)`` raises :class:`rac.errors.ConflictError`. Reads return copies the caller may
-    change freely.
+    ``(run_id, seq)`` raises :class:`rac.errors.ConflictError`. ``update_record`` takes any
+    record field by keyword (``status``, ``result``, ``effect``, ``undo``, ...); ``undo`` is
+    stored exactly as given, never redacted or truncated. Reads return copies the caller may
+    change freely. What a store offers beyond this protocol it declares as a capability
+    (:mod:`rac.stores.capabilities`).
     """
 
     url: str
@@ -57,3 +62,12 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
+
+
+def status_set(status: RunStatus | Iterable[RunStatus] | str | None) -> set[RunStatus] | None:
+    """The run statuses a ``list_runs(status=...)`` argument asks for (None: every status)."""
+    if status is None:
+        return None
+    if isinstance(status, str):
+        return {RunStatus(status)}
+    return {RunStatus(s) for s in status}

@@ -7,7 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from rac.errors import ConflictError
-from rac.models import Record, RunInfo, RunStatus
+from rac.models import PairRecord, Record, RunInfo, RunStatus
+from rac.stores.base import status_set
+from rac.stores.capabilities import PAIRS
 
 
 class MemoryStore:
@@ -15,12 +17,17 @@ class MemoryStore:
 
     Writes keep the JSON values (``args``, ``result``) they are given, which RAC never changes
     after writing; reads return deep copies, so nothing a reader does reaches the log.
+    Undo data is kept as given (nothing to seal in memory).
     """
+
+    #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
+    capabilities: frozenset[str] = frozenset({PAIRS})
 
     def __init__(self) -> None:
         self.url = "memory://"
         self._runs: dict[str, RunInfo] = {}
         self._records: dict[str, dict[int, Record]] = {}
+        self._pairs: dict[str, PairRecord] = {}
         self._lock = threading.Lock()
 
     def create_run(self, run: RunInfo) -> None:
@@ -30,6 +37,8 @@ class MemoryStore:
             self._runs[run.run_id] = run.copy()
             self._records.setdefault(run.run_id, {})
 
+    # Deprecated: a back door outside the Store protocol, kept working until rac.run stops
+    # using it (the lead's rewrite removes it, then deletes this method and shares_records).
     def adopt_run(self, run: RunInfo) -> dict[int, Record]:
         """:meth:`create_run` for a :class:`rac.Run` of this process, sharing the log's own
         objects with it: ``run`` itself is kept as the log's row (the run changes its status
@@ -53,7 +62,7 @@ class MemoryStore:
 
     def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
                   limit: int | None = None) -> list[RunInfo]:
-        wanted = _statuses(status)
+        wanted = status_set(status)
         with self._lock:
             runs = [r.copy() for r in self._runs.values() if wanted is None or r.status in wanted]
         runs.sort(key=lambda r: r.created_at, reverse=True)
@@ -91,6 +100,7 @@ class MemoryStore:
                 "refusing to overwrite it")
 
     #: The in-process log can be the run's own row and record table (see :meth:`adopt_run`).
+    #: Deprecated with :meth:`adopt_run`.
     shares_records = True
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
@@ -105,8 +115,27 @@ class MemoryStore:
             rec = recs[s].copy()
             rec.args = _clone(rec.args)
             rec.result = _clone(rec.result)
+            rec.undo = _clone(rec.undo)
             out.append(rec)
         return out
+
+    # -- pairs (the ``pairs`` capability) ------------------------------------------------------
+    def put_pair(self, pair: PairRecord) -> None:
+        """Write ``pair``, replacing every field of the pair with the same key."""
+        with self._lock:
+            self._pairs[pair.key] = pair.copy()
+
+    def get_pair(self, key: str) -> PairRecord | None:
+        """The pair with this key, or None."""
+        pair = self._pairs.get(key)
+        return pair.copy() if pair is not None else None
+
+    def list_pairs(self) -> list[PairRecord]:
+        """Every pair, oldest first."""
+        with self._lock:
+            pairs = [p.copy() for p in self._pairs.values()]
+        pairs.sort(key=lambda p: (p.created_at, p.key))
+        return pairs
 
     def close(self) -> None:
         return None
@@ -121,10 +150,3 @@ def _clone(value: Any) -> Any:
         return [_clone(v) for v in value]
     return value
 
-
-def _statuses(status: RunStatus | Iterable[RunStatus] | str | None) -> set[RunStatus] | None:
-    if status is None:
-        return None
-    if isinstance(status, str):
-        return {RunStatus(status)}
-    return {RunStatus(s) for s in status}

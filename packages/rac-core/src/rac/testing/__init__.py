@@ -1,6 +1,10 @@
 """Helpers for testing RAC and RAC adapters: a virtual clock, a travel world with real state and
-fault injection, assertions on what the world holds, and the store conformance suite
-(:mod:`rac.testing.conformance`, which needs pytest)."""
+fault injection, assertions on what the world holds, the store conformance suite
+(:mod:`rac.testing.conformance`) and the adapter conformance suite
+(:class:`AdapterConformance`, from :mod:`rac.testing.adapters`); both suites need pytest and
+are loaded on first use."""
+
+from typing import TYPE_CHECKING, Any
 
 from rac.testing.assertions import (
     assert_compensated_once,
@@ -14,8 +18,19 @@ from rac.testing.lifecycle import LifecycleStore
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, Fault, TravelWorld
 
 __all__ = [
-    "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault", "LifecycleStore", "TravelWorld",
-    "VirtualClock",
+    "AdapterConformance", "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault",
+    "LifecycleStore", "TravelWorld", "VirtualClock",
     "assert_compensated_once", "assert_no_live_effects", "assert_rollback_order", "statuses",
     "summary",
 ]
+
+if TYPE_CHECKING:
+    from rac.testing.adapters import AdapterConformance
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AdapterConformance":  # needs pytest: imported only when asked for
+        from rac.testing.adapters import AdapterConformance
+
+        return AdapterConformance
+    raise AttributeError(f"module 'rac.testing' has no attribute {name!r}")

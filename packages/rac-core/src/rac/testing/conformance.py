@@ -14,6 +14,10 @@ fresh, empty store (and closes it)::
             s.close()
 
 Every test method is inherited; pytest collects them for each subclass. Needs pytest.
+
+The tests of an optional capability (:mod:`rac.stores.capabilities`) run on every store that
+declares it and skip, saying so, on one that does not: :class:`PairStoreConformance` (included
+in :class:`StoreConformance`) for ``pairs``.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from typing import Any
 import pytest
 
 from rac.errors import ConflictError
-from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
+from rac.stores.capabilities import CAPABILITIES, PAIRS, PairStore, declared, supports
 
 #: Values a log must give back exactly as written (args and results are JSON values).
 JSON_SAMPLES: list[Any] = [
@@ -34,6 +39,19 @@ JSON_SAMPLES: list[Any] = [
     "line\nbreak\ttab", '{"looks": "like json"}', [], {}, [1, "two", None, [3.5]],
     {"nested": {"deep": [1, {"x": None}]}, "b": [True, False], "z": "last", "a": "first"},
 ]
+
+#: A value planted under a secret-looking key in undo data: it must come back intact.
+PLANTED_SECRET = "tok-5f1e9c-never-redact-me"
+#: Longer than RAC's default ``max_value_chars`` (64,000): undo data is never truncated.
+LONG_VALUE = "x" * 70_000 + "-end"
+
+
+def undo_sample(seq: int) -> dict[str, Any]:
+    """Undo data a compensation could need: a secret-named value, a value over the display
+    cap, nested JSON of every kind, key order that is not sorted."""
+    return {"zeta": 1, "cancel_token": PLANTED_SECRET, "booking_id": f"FL-{seq}",
+            "before": {"seats": [1, 2.5, None, True], "note": "ünïcödé ✈"},
+            "blob": LONG_VALUE, "alpha": None}
 
 
 def _rid() -> str:
@@ -47,12 +65,70 @@ def make_record(run_id: str, seq: int, tool: str = "book_flight", **kw: Any) -> 
         args={"passenger": "ada", "n": seq}, result=None, error=None, attempts=1,
         idempotency_key=f"key-{run_id}-{seq}", depends_on=[], compensates=None,
         alternative_of=None, compensable=True, read_only=False, note=None,
-        created_at=1000.0 + seq, updated_at=1000.0 + seq)
+        created_at=1000.0 + seq, updated_at=1000.0 + seq, effect="keyed",
+        undo={"booking_ref": f"ref-{seq}"})
     base.update(kw)
     return Record(run_id, seq, tool, **base)
 
 
-class StoreConformance:
+def make_pair(key: str, **kw: Any) -> PairRecord:
+    """A pair with every field set to something other than its default."""
+    base: dict[str, Any] = dict(
+        tool="book_flight", compensator="cancel_flight",
+        args={"booking_id": "result.booking_id", "reason": "args.note"}, source="llm",
+        status="proposed", schema_hash="sha256:ab12", note="proposed by a model",
+        created_at=50.0, updated_at=51.0)
+    base.update(kw)
+    return PairRecord(key, **base)
+
+
+class PairStoreConformance:
+    """The ``pairs`` capability: compensation pairs kept by key. Runs on every store that
+    declares it (:func:`rac.stores.supports`); skips on one that does not."""
+
+    @pytest.fixture
+    def pair_store(self, store: Store) -> PairStore:
+        if not supports(store, PAIRS):
+            pytest.skip(f"{type(store).__name__} does not declare the {PAIRS!r} capability")
+        assert isinstance(store, PairStore)
+        return store
+
+    def test_pair_round_trips_every_field(self, pair_store: PairStore) -> None:
+        key = f"pair-{uuid.uuid4().hex[:8]}"
+        assert pair_store.get_pair(key) is None
+        pair = make_pair(key)
+        pair_store.put_pair(pair)
+        assert pair_store.get_pair(key) == pair
+
+    def test_put_pair_upserts_by_key(self, pair_store: PairStore) -> None:
+        key = f"pair-{uuid.uuid4().hex[:8]}"
+        pair_store.put_pair(make_pair(key))
+        approved = make_pair(key, status="approved", note="approved by ops", updated_at=99.0,
+                             args={"booking_id": "result.id"})
+        pair_store.put_pair(approved)
+        assert pair_store.get_pair(key) == approved
+        assert [p.key for p in pair_store.list_pairs()].count(key) == 1
+
+    def test_list_pairs_oldest_first(self, pair_store: PairStore) -> None:
+        tag = uuid.uuid4().hex[:8]
+        keys = [f"{tag}-c", f"{tag}-a", f"{tag}-b"]
+        for key, at in zip(keys, (30.0, 10.0, 10.0), strict=True):
+            pair_store.put_pair(make_pair(key, created_at=at, updated_at=at))
+        mine = [p.key for p in pair_store.list_pairs() if p.key.startswith(tag)]
+        assert mine == [f"{tag}-a", f"{tag}-b", f"{tag}-c"]
+
+    def test_pair_reads_are_copies(self, pair_store: PairStore) -> None:
+        key = f"pair-{uuid.uuid4().hex[:8]}"
+        pair_store.put_pair(make_pair(key))
+        got = pair_store.get_pair(key)
+        assert got is not None
+        got.args["booking_id"] = "args.mallory"
+        got.status = "approved"
+        again = pair_store.get_pair(key)
+        assert again == make_pair(key)
+
+
+class StoreConformance(PairStoreConformance):
     """Inherit this and provide a ``store`` fixture; every ``test_*`` method checks one promise
     of :class:`rac.stores.Store`."""
 
@@ -173,6 +249,43 @@ class StoreConformance:
         assert (got.status, got.result, got.attempts, got.updated_at) == (
             RecordStatus.COMPLETED, {"booking_id": "X"}, 2, 2000.0)
         assert got.args == {"passenger": "ada", "n": 1}
+
+    def test_update_record_sets_effect_and_undo(self, store: Store) -> None:
+        rid = _rid()
+        store.append(make_record(rid, 1, effect="", undo=None))
+        (before,) = store.get_records(rid)
+        assert (before.effect, before.undo) == ("", None)
+        store.update_record(rid, 1, status=RecordStatus.COMPLETED, effect="unsafe",
+                            undo=undo_sample(1))
+        (got,) = store.get_records(rid)
+        assert (got.status, got.effect, got.undo) == (RecordStatus.COMPLETED, "unsafe",
+                                                      undo_sample(1))
+        store.update_record(rid, 1, undo=None)
+        assert store.get_records(rid)[0].undo is None
+
+    def test_undo_round_trips_exactly(self, store: Store) -> None:
+        """Undo data is never redacted or truncated: a secret-named value and a value over
+        the display cap come back exactly, key order included."""
+        rid = _rid()
+        store.append(make_record(rid, 1, undo=undo_sample(1)))
+        store.append(make_record(rid, 2))
+        store.update_record(rid, 2, undo=undo_sample(2))
+        got = store.get_records(rid)
+        for rec in got:
+            assert rec.undo == undo_sample(rec.seq)
+            assert rec.undo is not None and list(rec.undo) == list(undo_sample(rec.seq))
+            assert rec.undo["cancel_token"] == PLANTED_SECRET
+            assert rec.undo["blob"] == LONG_VALUE
+        got[0].undo["cancel_token"] = "changed"  # type: ignore[index]
+        got[0].undo["before"]["seats"].append(9)  # type: ignore[index]
+        assert store.get_records(rid)[0].undo == undo_sample(1)
+
+    def test_declared_capabilities_are_known_and_implemented(self, store: Store) -> None:
+        for name in declared(store):
+            assert name in CAPABILITIES, f"{type(store).__name__} declares unknown {name!r}"
+            assert isinstance(store, CAPABILITIES[name]), (
+                f"{type(store).__name__} declares {name!r} but lacks its methods")
+            assert supports(store, name)
 
     def test_update_of_missing_record_raises_key_error(self, store: Store) -> None:
         rid = _rid()

@@ -10,8 +10,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.errors import looks_transient
-from benchmarks.scenario import Option, Scenario
+from benchmarks.harness.errors import looks_transient
+from benchmarks.harness.scenario import Option, Scenario
 from benchmarks.worlds.base import World
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.faults import FaultRule
-from benchmarks.scenario import Scenario
+from benchmarks.harness.faults import FaultRule
+from benchmarks.harness.scenario import Scenario
 from benchmarks.worlds.base import World
 
 GOAL, ABORT, ATTENTION = "goal", "abort", "needs_attention"

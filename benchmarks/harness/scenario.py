@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchmarks.clock import VirtualClock
+    from benchmarks.harness.clock import VirtualClock
     from benchmarks.worlds.base import World
 
 

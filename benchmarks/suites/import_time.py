@@ -1,7 +1,7 @@
 """How long ``import rac`` takes, and how long until the first engine is ready, each in a fresh
 interpreter (median and max of N runs). Writes ``benchmarks/results/import_time.json``.
 
-    uv run python benchmarks/import_time.py [--runs 15]
+    uv run python -m benchmarks.suites.import_time [--runs 15]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def measure(stmt: str, runs: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" /
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" /
                                              "import_time.json"))
     args = parser.parse_args()
     results = {label: measure(stmt, args.runs) for label, stmt in PROBES.items()}

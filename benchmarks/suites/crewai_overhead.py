@@ -12,7 +12,7 @@ Overhead = RAC wall time - bare wall time of each interleaved pair; median and p
 with the log in memory and in a SQLite file. RAC's structlog events are filtered out below
 WARNING, as an application would.
 
-    uv run python benchmarks/crewai_overhead.py [--calls 300] [--tool-calls 5000]
+    uv run python -m benchmarks.suites.crewai_overhead [--calls 300] [--tool-calls 5000]
 
 writes ``benchmarks/results/crewai_overhead.json``.
 """
@@ -47,7 +47,7 @@ import rac  # noqa: E402
 from rac_crewai import RACTool, enable_rac  # noqa: E402
 from rac_crewai.tool_table import as_rac_tool  # noqa: E402
 
-OUT = Path(__file__).parent / "results" / "crewai_overhead.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "crewai_overhead.json"
 ARGS = {"passenger": "ann"}
 
 

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import rac
-from benchmarks import catalog
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, Episode, RunResult, make_setup
 from benchmarks.approaches.rac_engine import RETRY, ResultSchema, drive_under_rac, log_view
-from benchmarks.invariants import INVARIANTS, check
+from benchmarks.harness import catalog
+from benchmarks.harness.invariants import INVARIANTS, check
 from benchmarks.worlds.base import CompSpec, World
 from rac.demo.crash import CRASH_EXIT_CODE, CrashPlugin
 
@@ -210,7 +210,7 @@ def _in_child(fn: Callable[[], Any]) -> tuple[int, Any]:
 def crash_case(task: tuple[str, str, int]) -> list[dict[str, Any]]:
     """Every crash point of one (scenario, class, seed): crash there, recover, check."""
     scenario, cls, seed = task
-    from benchmarks.runner import quiet
+    from benchmarks.harness.runner import quiet
 
     quiet()
     tmp = Path(tempfile.mkdtemp(prefix="rac-i8-"))

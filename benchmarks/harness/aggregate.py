@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from benchmarks.fault_classes import ABORT, ATTENTION
-from benchmarks.invariants import INVARIANTS
-from benchmarks.stats import mean, wilson
+from benchmarks.harness.fault_classes import ABORT, ATTENTION
+from benchmarks.harness.invariants import INVARIANTS
+from benchmarks.harness.stats import mean, wilson
 
 Row = dict[str, Any]
 #: classes where the mechanism has to do real recovery work (for the policy-step comparison)

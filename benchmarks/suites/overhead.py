@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import rac
-from benchmarks.clock import VirtualClock
-from benchmarks.stats import percentile
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.stats import percentile
 
 SIZES = (0, 10, 100, 1000)
 

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks import plots
-from benchmarks.fault_classes import CLASSES
+from benchmarks.harness import plots
+from benchmarks.harness.fault_classes import CLASSES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"

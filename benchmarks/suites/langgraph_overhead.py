@@ -13,7 +13,7 @@ collected and frozen (``gc.freeze``), and the collector then runs as usual for e
 RAC's log is measured in memory and in a SQLite file (``synchronous=FULL``); RAC's structlog
 events are filtered out, as an application would.
 
-    uv run --frozen python benchmarks/langgraph_overhead.py [--calls 2000] [--warmup 200]
+    uv run --frozen python -m benchmarks.suites.langgraph_overhead [--calls 2000] [--warmup 200]
 
 writes ``benchmarks/results/langgraph_overhead.json``.
 """
@@ -44,7 +44,7 @@ from langchain_core.tools import StructuredTool
 import rac
 from rac_langgraph import RACMiddleware
 
-OUT = Path(__file__).parent / "results" / "langgraph_overhead.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "langgraph_overhead.json"
 TARGET = 0.05
 
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from benchmarks import catalog
 from benchmarks.approaches.base import Episode, RunResult, make_setup
-from benchmarks.invariants import check
+from benchmarks.harness import catalog
+from benchmarks.harness.invariants import check
 
 Row = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """Reliability figures: durable-store overhead per call, recovery time, shared-log throughput.
 
-    uv run python benchmarks/reliability_bench.py            # writes benchmarks/results/reliability.json
+    uv run python -m benchmarks.suites.reliability            # writes benchmarks/results/reliability.json
 
 PostgreSQL figures are measured when RAC_TEST_POSTGRES_URL is set (``eval "$(.ci/postgres.sh
 start)"``), else reported as skipped.
@@ -23,7 +23,7 @@ from typing import Any
 import rac
 from rac.stores import open_store
 
-OUT = Path(__file__).parent / "results" / "reliability.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "reliability.json"
 
 
 def act(n: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ against the reference implementation's own core path for the same call
 in one process. It calibrates the machine: the issue's absolute targets were written for a
 machine on which that reference path costs about 13 µs.
 
-    uv run --group bench python benchmarks/core_path.py [--calls 3000] [--rounds 5]
+    uv run --group bench python -m benchmarks.suites.core_path [--calls 3000] [--rounds 5]
 
 Writes ``benchmarks/results/core_path.json``.
 """
@@ -67,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" /
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" /
                                              "core_path.json"))
     args = parser.parse_args()
     rounds = [{"rac_execute_us": round(rac_execute_us(args.calls), 1),

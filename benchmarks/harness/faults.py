@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.clock import VirtualClock
-from benchmarks.errors import InjectedPermanent, InjectedTransient
+from benchmarks.harness.clock import VirtualClock
+from benchmarks.harness.errors import InjectedPermanent, InjectedTransient
 
 IDEMPOTENCY_PARAM = "idempotency_key"
 TRANSIENT_TEXT = {

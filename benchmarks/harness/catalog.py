@@ -9,8 +9,8 @@ from benchmarks.approaches.baselines import NoRecovery, PromptedRecovery
 from benchmarks.approaches.rac_engine import RACApproach
 from benchmarks.approaches.reference import Reference
 from benchmarks.approaches.saga import SagaPlanning
-from benchmarks.fault_classes import CLASSES, FaultClass, applicable
-from benchmarks.scenario import Scenario
+from benchmarks.harness.fault_classes import CLASSES, FaultClass, applicable
+from benchmarks.harness.scenario import Scenario
 from benchmarks.worlds import airline, jobshop, logistics, shop, travel
 
 P_FORGET_SWEEP = (0.0, 0.1, 0.3, 0.5)

@@ -1,0 +1,145 @@
+"""Where proposed pairs are remembered: the log's store, keyed by the tools and their schemas.
+
+A pair is identified by the tool, its compensator and a hash of both tools' schemas
+(:func:`schema_hash`): a tool whose schema changes is a new pair, asked about again. The pairs
+live in the log's store when it keeps pairs (the ``put_pair``/``get_pair``/``list_pairs``
+capability, :class:`PairStore`), so that the model is asked once per pair, not once per process,
+and a recovery in a fresh process finds the mapping without a model. A store without the
+capability gets an in-process book (:class:`MemoryPairBook`) and a warning: the pairs are then
+forgotten when the process ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import weakref
+from typing import Any, Protocol, runtime_checkable
+
+from rac.events import emit
+from rac.models import PairRecord
+from rac.tools import Tool
+
+#: Status of a pair: waiting for an operator, in use, refused, or kept without being used.
+PROPOSED, APPROVED, REJECTED, RECORDED = "proposed", "approved", "rejected", "recorded"
+#: Status of a pair declared in code or by an MCP server (listed, never changed by RAC).
+DECLARED = "declared"
+#: Source of a pair a model proposed.
+LLM = "llm"
+
+
+@runtime_checkable
+class PairStore(Protocol):
+    """The optional store capability that keeps compensation pairs next to the log."""
+
+    def put_pair(self, pair: PairRecord) -> None:
+        """Insert or replace the pair with ``pair.key``."""
+        ...
+
+    def get_pair(self, key: str) -> PairRecord | None:
+        """The pair with this key, or None."""
+        ...
+
+    def list_pairs(self) -> list[PairRecord]:
+        """Every pair the store keeps."""
+        ...
+
+
+class MemoryPairBook:
+    """Pairs kept in this process only: the fallback for a store without :class:`PairStore`."""
+
+    def __init__(self) -> None:
+        self._pairs: dict[str, PairRecord] = {}
+        self._lock = threading.Lock()
+
+    def put_pair(self, pair: PairRecord) -> None:
+        with self._lock:
+            self._pairs[pair.key] = pair.copy()
+
+    def get_pair(self, key: str) -> PairRecord | None:
+        with self._lock:
+            pair = self._pairs.get(key)
+            return pair.copy() if pair is not None else None
+
+    def list_pairs(self) -> list[PairRecord]:
+        with self._lock:
+            return [p.copy() for p in self._pairs.values()]
+
+
+_FALLBACKS: weakref.WeakKeyDictionary[Any, MemoryPairBook] = weakref.WeakKeyDictionary()
+_FALLBACK_LOCK = threading.Lock()
+
+
+def pair_book(store: Any) -> PairStore:
+    """The pairs of ``store``: the store itself when it keeps pairs, else an in-process book
+    shared by everything using that store object (with a warning, once per store)."""
+    if isinstance(store, PairStore):
+        return store
+    with _FALLBACK_LOCK:
+        try:
+            book = _FALLBACKS.get(store)
+        except TypeError:  # not weak-referenceable: a book per call would forget at once
+            book = None
+        if book is None:
+            book = MemoryPairBook()
+            try:
+                _FALLBACKS[store] = book
+            except TypeError:
+                pass
+            emit("rac.pairs_not_durable", level="warning", status="memory",
+                 store=getattr(store, "url", type(store).__name__),
+                 error="this store does not keep compensation pairs: proposed pairs are "
+                       "remembered in this process only")
+        return book
+
+
+def schema_hash(tool: str, schema: dict[str, Any] | None, compensator: str,
+                compensator_schema: dict[str, Any] | None) -> str:
+    """A hash of both tools' names and schemas (sha256 of their canonical JSON)."""
+    text = json.dumps([tool, schema, compensator, compensator_schema], sort_keys=True,
+                      default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def tools_hash(tool: str, tool_obj: Tool | None, compensator: str,
+               compensator_obj: Tool | None) -> str:
+    """:func:`schema_hash` of two tools as RAC knows them (a schema is None when unknown)."""
+    return schema_hash(tool, tool_obj.schema if tool_obj is not None else None, compensator,
+                       compensator_obj.schema if compensator_obj is not None else None)
+
+
+def pair_key(tool: str, compensator: str, digest: str) -> str:
+    """The key of a pair: ``tool->compensator@`` and the first 12 hex digits of its hash."""
+    return f"{tool}->{compensator}@{digest[:12]}"
+
+
+def find_pair(book: PairStore, key: str) -> PairRecord | None:
+    """``book.get_pair(key)``, or None when the book cannot be read (logged)."""
+    try:
+        return book.get_pair(key)
+    except Exception as e:  # noqa: BLE001 - a store error must not break a call
+        emit("rac.pair_lookup_failed", level="warning", key=key, status="error",
+             error=f"{type(e).__name__}: {e}")
+        return None
+
+
+def pairs_of(book: PairStore, tool: str) -> list[PairRecord]:
+    """The pairs the book keeps for ``tool`` (empty when it cannot be read, logged)."""
+    try:
+        return [p for p in book.list_pairs() if p.tool == tool]
+    except Exception as e:  # noqa: BLE001 - a store error must not break a call
+        emit("rac.pair_lookup_failed", level="warning", tool=tool, status="error",
+             error=f"{type(e).__name__}: {e}")
+        return []
+
+
+def save_pair(book: PairStore, pair: PairRecord) -> bool:
+    """``book.put_pair(pair)``; False when the write failed (logged)."""
+    try:
+        book.put_pair(pair)
+        return True
+    except Exception as e:  # noqa: BLE001 - a store error must not break a call
+        emit("rac.pair_write_failed", level="warning", key=pair.key, status="error",
+             error=f"{type(e).__name__}: {e}")
+        return False

@@ -1,0 +1,375 @@
+"""The SQL store base: every statement of the SQLite and PostgreSQL stores, written once.
+
+:class:`SQLStore` implements the :class:`rac.stores.Store` protocol and the ``pairs``
+capability on top of a few primitives a backend supplies (a connection per thread, a write
+transaction, a read, how a duplicate key shows up). :class:`Dialect` holds what differs in the
+SQL text itself: placeholders, table names, column types, the column that orders runs by
+insertion. Schema changes are versioned :data:`MIGRATIONS`, applied in order, each once.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rac.errors import ConflictError
+from rac.models import PairRecord, Record, RunInfo, RunStatus
+from rac.sealing import KEY_ENV, Sealer, SealingError
+from rac.stores.base import status_set
+from rac.stores.capabilities import PAIRS
+from rac.stores.rows import (
+    PAIR_COLUMNS,
+    RECORD_COLUMNS,
+    RUN_COLUMNS,
+    check_fields,
+    decode_pair,
+    decode_record,
+    decode_run,
+    encode,
+    pair_row,
+)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the SQL text of one database engine needs that another's does not."""
+
+    #: For messages: ``sqlite``, ``postgresql``.
+    name: str
+    #: The parameter placeholder (``?`` or ``%s``).
+    param: str
+    #: Prefix of every table name (PostgreSQL shares a database with the application).
+    prefix: str
+    #: Column types: a float, a boolean.
+    real: str
+    boolean: str
+    #: True when booleans are stored as 0/1 integers.
+    int_bools: bool
+    #: The column that orders rows of the runs table by insertion (ties of ``created_at``).
+    insertion_order: str
+    #: Extra column definition the runs table needs for that order ("" when built in).
+    order_column: str
+
+    def table(self, name: str) -> str:
+        """The full name of one of RAC's tables (``runs``, ``records``, ...)."""
+        return self.prefix + name
+
+    def params(self, n: int) -> str:
+        """``n`` comma-separated placeholders."""
+        return ",".join([self.param] * n)
+
+
+#: Schema migrations, applied in order; the migrations table records the versions a database
+#: has. Placeholders in braces are filled from the dialect. Never edit a released migration:
+#: add one.
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, """
+    CREATE TABLE IF NOT EXISTS {p}runs (
+        run_id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL,
+        owner TEXT,
+        lease_until {real} NOT NULL DEFAULT 0,
+        summary TEXT{order_column}
+    );
+    CREATE INDEX IF NOT EXISTS {p}runs_status ON {p}runs(status);
+    CREATE TABLE IF NOT EXISTS {p}records (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        args TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        attempts INTEGER NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        depends_on TEXT NOT NULL,
+        compensates INTEGER,
+        alternative_of INTEGER,
+        compensable {boolean} NOT NULL,
+        read_only {boolean} NOT NULL,
+        note TEXT,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    )
+    """),
+    # The effect class of a call and its undo data (sealed text, see rac.sealing); a table of
+    # facts about the log itself (the id of the key its undo data is sealed with).
+    (2, """
+    ALTER TABLE {p}records ADD COLUMN effect TEXT NOT NULL DEFAULT '';
+    ALTER TABLE {p}records ADD COLUMN undo TEXT;
+    CREATE TABLE IF NOT EXISTS {p}meta (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )
+    """),
+    # Compensation pairs remembered durably (the ``pairs`` capability).
+    (3, """
+    CREATE TABLE IF NOT EXISTS {p}pairs (
+        key TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        compensator TEXT NOT NULL,
+        args TEXT NOT NULL,
+        source TEXT NOT NULL,
+        status TEXT NOT NULL,
+        schema_hash TEXT NOT NULL,
+        note TEXT,
+        created_at {real} NOT NULL,
+        updated_at {real} NOT NULL
+    )
+    """),
+]
+
+#: The name, in the meta table, of the id of the key the log's undo data is sealed with.
+SEAL_MARKER = "seal_key_id"
+_UNDO = RECORD_COLUMNS.index("undo")
+
+
+def migration_statements(dialect: Dialect, template: str) -> list[str]:
+    """The statements of one migration for ``dialect``."""
+    text = template.format(p=dialect.prefix, real=dialect.real, boolean=dialect.boolean,
+                           order_column=dialect.order_column)
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+class Statements:
+    """Every fixed SQL statement of the stores, built once per dialect."""
+
+    def __init__(self, d: Dialect) -> None:
+        runs, records, pairs = d.table("runs"), d.table("records"), d.table("pairs")
+        migrations, meta = d.table("schema_migrations"), d.table("meta")
+        p = d.param
+        run_cols, rec_cols, pair_cols = (",".join(RUN_COLUMNS), ",".join(RECORD_COLUMNS),
+                                         ",".join(PAIR_COLUMNS))
+        self.create_migrations = (f"CREATE TABLE IF NOT EXISTS {migrations} ("
+                                  f"version INTEGER PRIMARY KEY, applied_at {d.real} NOT NULL)")
+        self.applied = f"SELECT version FROM {migrations}"
+        self.record_migration = (f"INSERT INTO {migrations}(version, applied_at) "
+                                 f"VALUES ({p}, {p})")
+        self.schema_version = f"SELECT MAX(version) FROM {migrations}"
+        self.insert_run = f"INSERT INTO {runs}({run_cols}) VALUES ({d.params(len(RUN_COLUMNS))})"
+        self.get_run = f"SELECT {run_cols} FROM {runs} WHERE run_id={p}"
+        self.list_runs = f"SELECT {run_cols} FROM {runs}"
+        self.runs_order = f" ORDER BY created_at DESC, {d.insertion_order} DESC"
+        self.limit = f" LIMIT {p}"
+        # One UPDATE with the condition in its WHERE clause: the database re-checks it on the
+        # locked row, so of two racing claimers exactly one sees a row count of 1.
+        self.claim_run = (f"UPDATE {runs} SET owner={p}, lease_until={p} WHERE run_id={p} AND "
+                          f"(owner IS NULL OR owner={p} OR lease_until<={p})")
+        self.append = (f"INSERT INTO {records}({rec_cols}) "
+                       f"VALUES ({d.params(len(RECORD_COLUMNS))})")
+        self.get_records = f"SELECT {rec_cols} FROM {records} WHERE run_id={p} ORDER BY seq"
+        self.put_pair = (f"INSERT INTO {pairs}({pair_cols}) VALUES "
+                         f"({d.params(len(PAIR_COLUMNS))}) ON CONFLICT(key) DO UPDATE SET "
+                         + ", ".join(f"{c}=excluded.{c}" for c in PAIR_COLUMNS if c != "key"))
+        self.get_pair = f"SELECT {pair_cols} FROM {pairs} WHERE key={p}"
+        self.list_pairs = f"SELECT {pair_cols} FROM {pairs} ORDER BY created_at, key"
+        self.get_meta = f"SELECT value FROM {meta} WHERE name={p}"
+        self.put_meta = (f"INSERT INTO {meta}(name, value) VALUES ({p}, {p}) "
+                         "ON CONFLICT(name) DO NOTHING")
+
+
+@functools.cache
+def statements(dialect: Dialect) -> Statements:
+    """The statements of ``dialect`` (built on first use)."""
+    return Statements(dialect)
+
+
+@functools.lru_cache(maxsize=256)
+def update_statement(dialect: Dialect, table: str, fields: tuple[str, ...], key: str) -> str:
+    """``UPDATE table SET f1=?, ... WHERE key`` for checked field names (never user text)."""
+    p = dialect.param
+    cols = ", ".join(f"{k}={p}" for k in fields)
+    return f"UPDATE {dialect.table(table)} SET {cols} WHERE {key}"
+
+
+class SQLStore(ABC):
+    """A transaction log in a SQL database: the statements and row handling of every SQL store.
+
+    A backend supplies a connection per thread and the primitives below; everything else,
+    migrations included, is here. Undo data is sealed with ``key`` (default: ``RAC_LOG_KEY``,
+    see :mod:`rac.sealing`).
+    """
+
+    dialect: ClassVar[Dialect]
+    #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
+    capabilities: frozenset[str] = frozenset({PAIRS})
+    url: str
+
+    # -- what a backend supplies ---------------------------------------------------------------
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Any]:
+        """A write transaction yielding a connection: committed when the block ends, rolled
+        back on any exception."""
+
+    @abstractmethod
+    def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement on ``conn``; the cursor (its ``rowcount`` is read)."""
+
+    @abstractmethod
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query, outside any write transaction."""
+
+    @abstractmethod
+    def _is_duplicate(self, error: BaseException) -> bool:
+        """True when ``error`` is the database refusing a duplicate primary key."""
+
+    def _lock_migrations(self, conn: Any) -> None:  # noqa: B027 - optional hook
+        """Serialise migrations between processes when the write transaction does not."""
+
+    # -- opening --------------------------------------------------------------------------------
+    def _open(self, key: str | bytes | None) -> None:
+        """Migrate the schema and check the log key; called once by the backend's __init__."""
+        self._sql = statements(self.dialect)
+        self._sealer = Sealer(key) if key is not None else Sealer.from_env()
+        self._migrate()
+        self._check_key()
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            self._lock_migrations(conn)
+            self._execute(conn, self._sql.create_migrations)
+            done = {r[0] for r in self._execute(conn, self._sql.applied).fetchall()}
+            for version, template in MIGRATIONS:
+                if version in done:
+                    continue
+                for stmt in migration_statements(self.dialect, template):
+                    self._execute(conn, stmt)
+                self._execute(conn, self._sql.record_migration, (version, time.time()))
+
+    def _check_key(self) -> None:
+        """Refuse a log sealed with another key, or opened without the key it is sealed with;
+        the first keyed open of a log marks it with the key's id."""
+        marker = self._marker()
+        if self._sealer.encrypts and marker is None:
+            with self._write() as conn:
+                self._execute(conn, self._sql.put_meta, (SEAL_MARKER, self._sealer.key_id))
+            marker = self._marker()
+        if marker is None:
+            return
+        if not self._sealer.encrypts:
+            raise SealingError(
+                f"the log {self._display_url()} keeps its undo data encrypted (key id {marker}) "
+                f"and {KEY_ENV} is not set: set it to the log's key")
+        if marker != self._sealer.key_id:
+            raise SealingError(
+                f"the log {self._display_url()} is sealed with key id {marker}, but {KEY_ENV} is "
+                f"key id {self._sealer.key_id}: wrong key")
+
+    def _marker(self) -> str | None:
+        rows = self._read(self._sql.get_meta, (SEAL_MARKER,))
+        return str(rows[0][0]) if rows else None
+
+    def _display_url(self) -> str:
+        return self.url
+
+    def schema_version(self) -> int:
+        """The highest migration applied to this database."""
+        rows = self._read(self._sql.schema_version)
+        return int(rows[0][0] or 0)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def create_run(self, run: RunInfo) -> None:
+        d = run.to_dict()
+        try:
+            with self._write() as conn:
+                self._execute(conn, self._sql.insert_run, [d[c] for c in RUN_COLUMNS])
+        except Exception as e:
+            if self._is_duplicate(e):
+                raise ConflictError(f"run {run.run_id!r} already exists in the log") from e
+            raise
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        rows = self._read(self._sql.get_run, (run_id,))
+        return decode_run(rows[0]) if rows else None
+
+    def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
+                  limit: int | None = None) -> list[RunInfo]:
+        wanted = status_set(status)
+        query = self._sql.list_runs
+        params: list[Any] = []
+        if wanted is not None:
+            query += f" WHERE status IN ({self.dialect.params(len(wanted))})"
+            params += sorted(str(s) for s in wanted)
+        query += self._sql.runs_order
+        if limit:
+            query += self._sql.limit
+            params.append(int(limit))
+        return [decode_run(r) for r in self._read(query, params)]
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if not fields:
+            return
+        check_fields("run", fields, RUN_COLUMNS)
+        query = update_statement(self.dialect, "runs", tuple(fields),
+                                 f"run_id={self.dialect.param}")
+        values = [str(v) if k == "status" else v for k, v in fields.items()]
+        with self._write() as conn:
+            if self._execute(conn, query, [*values, run_id]).rowcount == 0:
+                raise KeyError(run_id)
+
+    def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
+        with self._write() as conn:
+            cur = self._execute(conn, self._sql.claim_run,
+                                (owner, now + lease_seconds, run_id, owner, now))
+            return bool(cur.rowcount == 1)
+
+    # -- records -------------------------------------------------------------------------------
+    def append(self, record: Record) -> None:
+        d = record.to_dict()
+        context = f"{record.run_id}#{record.seq}"
+        row = [self._sealer.seal(d[c], context) if c == "undo"
+               else encode(c, d[c], int_bools=self.dialect.int_bools) for c in RECORD_COLUMNS]
+        try:
+            with self._write() as conn:
+                self._execute(conn, self._sql.append, row)
+        except Exception as e:
+            if self._is_duplicate(e):
+                raise ConflictError(f"record {context} already exists; refusing to overwrite "
+                                    "it") from e
+            raise
+
+    def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
+        if not fields:
+            return
+        check_fields("record", fields, RECORD_COLUMNS)
+        p = self.dialect.param
+        query = update_statement(self.dialect, "records", tuple(fields),
+                                 f"run_id={p} AND seq={p}")
+        context = f"{run_id}#{seq}"
+        values = [self._sealer.seal(v, context) if k == "undo"
+                  else encode(k, v, int_bools=self.dialect.int_bools) for k, v in fields.items()]
+        with self._write() as conn:
+            if self._execute(conn, query, [*values, run_id, seq]).rowcount == 0:
+                raise KeyError(context)
+
+    def get_records(self, run_id: str) -> list[Record]:
+        rows = self._read(self._sql.get_records, (run_id,))
+        return [decode_record(r, self._sealer.unseal(r[_UNDO], f"{run_id}#{r[1]}"))
+                for r in rows]
+
+    # -- pairs (the ``pairs`` capability) ------------------------------------------------------
+    def put_pair(self, pair: PairRecord) -> None:
+        """Write ``pair``, replacing every field of the pair with the same key."""
+        with self._write() as conn:
+            self._execute(conn, self._sql.put_pair, pair_row(pair))
+
+    def get_pair(self, key: str) -> PairRecord | None:
+        """The pair with this key, or None."""
+        rows = self._read(self._sql.get_pair, (key,))
+        return decode_pair(rows[0]) if rows else None
+
+    def list_pairs(self) -> list[PairRecord]:
+        """Every pair, oldest first."""
+        return [decode_pair(r) for r in self._read(self._sql.list_pairs)]

@@ -1,0 +1,426 @@
+"""The adapter conformance suite: what every RAC adapter must do, checked the same way for all.
+
+An adapter's test module subclasses :class:`AdapterConformance` and gives it an ``adapter``
+fixture returning an :class:`AdapterHarness`: something that runs one scripted agent turn
+through the real framework with RAC on. The suite builds the world, the engine and the script;
+the harness builds the framework's agent (a model that answers with the script, the world's
+tools) and reports what the model was told::
+
+    import pytest
+    from rac.testing import AdapterConformance
+
+    class TestMyAdapter(AdapterConformance):
+        @pytest.fixture
+        def adapter(self):
+            return MyHarness()
+
+Every ``test_*`` method is inherited and checks one promise, against the world's own ledger,
+the log's records and the messages the model received. Needs pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import pytest
+
+from rac.engine import RAC
+from rac.hookspecs import hookimpl
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
+from rac.retry import RetryPolicy
+from rac.testing.assertions import assert_compensated_once, assert_no_live_effects
+from rac.testing.clock import VirtualClock
+from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
+
+#: One tool call of a scripted model turn: (tool name, arguments).
+Call = tuple[str, dict[str, Any]]
+#: One model turn of a script: tool calls (several: parallel calls of one turn), or the final
+#: answer text.
+Step = list[Call] | str
+#: How long a gated parallel call waits for its sibling before the test fails (a safety net
+#: against a hang; the events normally fire at once, so no test waits this long).
+WAIT = 10.0
+
+
+@dataclass
+class Told:
+    """One tool result the model received: the tool it answers, its text, and whether the
+    framework marked it an error (None when the framework has no such mark)."""
+
+    tool: str
+    content: str
+    error: bool | None = None
+
+
+@dataclass
+class TurnResult:
+    """What a scripted turn left: every tool result the model received, in order (one per tool
+    call), and the model's final answer."""
+
+    told: list[Told] = field(default_factory=list)
+    final: str | None = None
+
+    def of(self, tool: str) -> list[str]:
+        """The texts the model received for calls of ``tool``, in order."""
+        return [t.content for t in self.told if t.tool == tool]
+
+
+@runtime_checkable
+class AdapterHarness(Protocol):
+    """Runs one scripted agent turn through a real framework with RAC on.
+
+    ``run_turn`` builds the framework's agent with RAC enabled on ``engine`` (``rac=engine``),
+    the travel world's tools (``world.tools()``, all of them, as the framework's tools) and a
+    model that answers with ``script`` in order, one step per model call; each step's calls
+    are one model message (several calls: parallel calls, run as the framework runs them). It
+    runs one invocation, with ``agent_id`` as the agent id RAC records, and returns what the
+    model was told. Exceptions that leave the framework's entry point leave ``run_turn``.
+
+    The crash check runs a turn in a subprocess: there the harness class is made with no
+    arguments and the conformance class's ``make_engine`` gives the engine, so both must be
+    importable (module-level) and the harness must need no fixture.
+    """
+
+    #: True if the framework runs the calls of one model message concurrently.
+    parallel: bool
+
+    def run_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step], *,
+                 agent_id: str) -> TurnResult:
+        """Run the turn on the framework's blocking path."""
+        ...
+
+    async def arun_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        """Run the turn on the framework's async path."""
+        ...
+
+    def control_flow(self) -> BaseException:
+        """An exception the framework uses for control flow (an interrupt, a hand-off, a stop),
+        which a tool may raise; the adapter must let it through untouched."""
+        ...
+
+
+def _flight(n: int = 1) -> Call:
+    return ("book_flight", {"passenger": f"ann{n}", "origin": "SFO", "dest": "CDG"})
+
+
+def _hotel() -> Call:
+    return ("book_hotel", {"guest": "ann", "city": "Paris", "nights": 2})
+
+
+def _car(tool: str = "book_car") -> Call:
+    return (tool, {"driver": "ann", "city": "Paris"})
+
+
+class _RollbackSignal:
+    """Sets an event when a rollback starts (a RAC plugin)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+
+    @hookimpl
+    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
+                             reason: str) -> None:
+        self.started.set()
+
+
+class AdapterConformance:
+    """Inherit this and provide an ``adapter`` fixture (an :class:`AdapterHarness`); every
+    ``test_*`` method checks one promise of an adapter."""
+
+    #: The retry budget of the suite's engine.
+    max_attempts = 3
+
+    @pytest.fixture
+    def adapter(self) -> AdapterHarness:  # pragma: no cover - subclasses override
+        raise NotImplementedError("give the adapter conformance suite an `adapter` fixture")
+
+    @pytest.fixture
+    def world(self) -> Iterator[TravelWorld]:
+        w = TravelWorld()
+        yield w
+        w.close()
+
+    @pytest.fixture
+    def log_path(self, tmp_path: Path) -> Path:
+        """The SQLite file of the suite's log (a fresh process can open it again)."""
+        return tmp_path / "rac.db"
+
+    def make_engine(self, log_path: Path, **kw: Any) -> RAC:
+        """The suite's engine: the travel world's declarations, a SQLite log at
+        ``log_path``, a virtual clock, ``max_attempts`` attempts."""
+        kw.setdefault("compensations", TRAVEL_COMPENSATIONS)
+        kw.setdefault("read_only", TRAVEL_READ_ONLY)
+        kw.setdefault("clock", VirtualClock())
+        kw.setdefault("retry", RetryPolicy(max_attempts=self.max_attempts, initial_delay=0.5,
+                                           jitter=0.0))
+        kw.setdefault("compensation_retry", RetryPolicy(max_attempts=3, initial_delay=1.0,
+                                                        jitter=0.0))
+        kw.setdefault("load_entrypoints", False)
+        return RAC(store=f"sqlite:///{log_path}", **kw)
+
+    @pytest.fixture
+    def engine(self, log_path: Path) -> Iterator[RAC]:
+        eng = self.make_engine(log_path)
+        yield eng
+        eng.store.close()
+
+    # -- reading the log -----------------------------------------------------------------------
+    @staticmethod
+    def records(engine: RAC) -> list[Record]:
+        """Every record of every run in the log, oldest run first."""
+        out: list[Record] = []
+        for info in sorted(engine.store.list_runs(), key=lambda i: i.created_at):
+            out.extend(engine.store.get_records(info.run_id))
+        return out
+
+    @staticmethod
+    def compensations(records: Sequence[Record]) -> list[str]:
+        """The tools of the compensation records, in the order they were written."""
+        return [r.tool for r in records if r.kind is RecordKind.COMPENSATION]
+
+    @staticmethod
+    def actions(records: Sequence[Record]) -> list[tuple[str, str]]:
+        """(tool, status) of the action records, in the order they were written."""
+        return [(r.tool, str(r.status)) for r in records if r.kind is RecordKind.ACTION]
+
+    # -- the promises ----------------------------------------------------------------------------
+    def test_rollback_order_and_report(self, adapter: AdapterHarness, engine: RAC,
+                                       world: TravelWorld) -> None:
+        """A permanent failure undoes the turn's bookings newest first, and the model gets the
+        report naming what was undone."""
+        world.fail("book_car", "permanent", message="no cars left")
+        result = adapter.run_turn(engine, world, [[_flight()], [_hotel()], [_car()],
+                                                  "Sorry, nothing is booked."],
+                                  agent_id="travel")
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        recs = self.records(engine)
+        assert self.compensations(recs) == ["cancel_hotel", "cancel_flight"]
+        [report] = result.of("book_car")
+        assert report.startswith("RAC: book_car failed (permanent: no cars left)"), report
+        assert "book_hotel HT-102 (via cancel_hotel)" in report
+        assert "book_flight FL-101" in report
+        assert report.index("book_hotel") < report.index("book_flight")
+        assert [t.error for t in result.told if t.tool == "book_car"] in ([True], [None])
+        [info] = engine.store.list_runs()
+        assert info.status is RunStatus.COMPENSATED
+
+    def test_replan_completes(self, adapter: AdapterHarness, engine: RAC,
+                              world: TravelWorld) -> None:
+        """After the rollback the model replans in the same turn; the new bookings stay."""
+        world.fail("book_car", "permanent", message="no cars left")
+        result = adapter.run_turn(engine, world, [
+            [_flight()], [_hotel()], [_car()], [_flight()], [_hotel()], [_car("rent_car")],
+            "Your trip is booked."], agent_id="travel")
+        assert sorted((b["kind"], b["detail"]) for b in world.live()) == [
+            ("car", "partner"), ("flight", "SFO->CDG"), ("hotel", "2 nights")]
+        assert_compensated_once(world)
+        assert result.final == "Your trip is booked."
+        assert all(t.error is not True for t in result.told[3:])
+        infos = engine.store.list_runs()
+        assert [i.status for i in infos] == [RunStatus.COMPLETED]
+
+    def test_transient_failure_retried_at_most_max_attempts(
+            self, adapter: AdapterHarness, engine: RAC, world: TravelWorld) -> None:
+        """A transient failure is retried, never more than ``max_attempts`` times in all."""
+        world.fail("book_hotel", "transient", times=self.max_attempts - 1)
+        world.fail("book_car", "transient", message="car desk busy")
+        result = adapter.run_turn(engine, world, [[_hotel()], [_car()], "Sorry."],
+                                  agent_id="travel")
+        assert world.calls["book_hotel"] == self.max_attempts
+        assert world.calls["book_car"] == self.max_attempts
+        recs = {r.tool: r for r in self.records(engine) if r.kind is RecordKind.ACTION}
+        assert recs["book_hotel"].attempts == self.max_attempts
+        assert recs["book_car"].status is RecordStatus.FAILED
+        assert self.compensations(self.records(engine)) == ["cancel_hotel"]
+        [report] = result.of("book_car")
+        assert "car desk busy" in report
+        assert_no_live_effects(world)
+
+    def test_alternative_compensated_by_its_own_compensator(
+            self, adapter: AdapterHarness, log_path: Path, world: TravelWorld) -> None:
+        """A declared alternative replaces a failed call; on rollback it is undone by its own
+        compensator, not the failed tool's."""
+        engine = self.make_engine(log_path, alternatives={"book_car": ["rent_car"]})
+        try:
+            world.fail("book_car", "permanent", message="no cars")
+            world.fail("book_hotel", "permanent", message="no rooms")
+            result = adapter.run_turn(engine, world, [[_flight()], [_car()], [_hotel()],
+                                                      "Sorry."], agent_id="travel")
+            assert world.calls["rent_car"] == 1
+            [car_told] = result.of("book_car")
+            assert "CR-" in car_told  # the model got the rental's booking
+            recs = self.records(engine)
+            assert self.compensations(recs) == ["return_rental", "cancel_flight"]
+            assert_no_live_effects(world)
+            assert_compensated_once(world)
+        finally:
+            engine.store.close()
+
+    def test_control_flow_passes_through(self, adapter: AdapterHarness, engine: RAC,
+                                         world: TravelWorld) -> None:
+        """A framework's control-flow exception raised by a tool is no failure: not retried,
+        nothing rolled back, and it reaches the framework as it was raised."""
+        signal = adapter.control_flow()
+
+        def raise_signal(args: dict[str, Any]) -> None:
+            raise signal
+
+        world.on_call("book_hotel", raise_signal)
+        escaped: BaseException | None = None
+        try:
+            adapter.run_turn(engine, world, [[_flight()], [_hotel()], "Paused."],
+                             agent_id="travel")
+        except BaseException as e:  # noqa: BLE001 - what escaped is what is checked
+            escaped = e
+        if escaped is not None:
+            assert _chain_holds(escaped, signal), f"{escaped!r} is not {signal!r}"
+        assert world.calls["book_hotel"] == 1
+        assert [b["kind"] for b in world.live()] == ["flight"]
+        recs = self.records(engine)
+        assert self.compensations(recs) == []
+        assert engine.store.list_runs()[0].status is not RunStatus.COMPENSATED
+
+    def test_parallel_calls_undone(self, adapter: AdapterHarness, log_path: Path,
+                                   world: TravelWorld) -> None:
+        """A call of one model message still running when its sibling's failure starts the
+        rollback is undone when it finishes, and the model is told so."""
+        if not adapter.parallel:
+            pytest.skip("this adapter's framework runs a message's calls one after another")
+        signal = _RollbackSignal()
+        engine = self.make_engine(log_path, plugins=[signal])
+        flight_started = threading.Event()
+
+        def flight(args: dict[str, Any]) -> None:
+            flight_started.set()
+            assert signal.started.wait(WAIT), "the rollback never started"
+
+        def car(args: dict[str, Any]) -> None:
+            assert flight_started.wait(WAIT), "the flight never started"
+
+        world.on_call("book_flight", flight)
+        world.on_call("book_car", car)
+        world.fail("book_car", "permanent", message="no cars")
+        try:
+            result = adapter.run_turn(engine, world, [[_hotel()], [_flight(), _car()],
+                                                      "Nothing could be booked."],
+                                      agent_id="travel")
+            assert_no_live_effects(world)
+            assert_compensated_once(world)
+            assert sorted(self.actions(self.records(engine))) == [
+                ("book_car", "failed"), ("book_flight", "compensated"),
+                ("book_hotel", "compensated")]
+            [flight_told] = result.of("book_flight")
+            assert "undone" in flight_told
+            [car_told] = result.of("book_car")
+            assert car_told.startswith("RAC: book_car failed")
+        finally:
+            engine.store.close()
+
+    def test_agent_id_recorded(self, adapter: AdapterHarness, engine: RAC,
+                               world: TravelWorld) -> None:
+        """Every record carries the agent id the adapter was given."""
+        adapter.run_turn(engine, world, [[_flight()], [_hotel()], "Booked."],
+                         agent_id="planner-7")
+        recs = self.records(engine)
+        assert [r.tool for r in recs] == ["book_flight", "book_hotel"]
+        assert {r.agent_id for r in recs} == {"planner-7"}
+
+    def test_async_equivalent(self, adapter: AdapterHarness, engine: RAC,
+                              world: TravelWorld) -> None:
+        """The async path retries, rolls back and reports as the blocking one does."""
+        world.fail("book_hotel", "transient", times=1)
+        world.fail("book_car", "permanent", message="no cars left")
+        result = asyncio.run(adapter.arun_turn(engine, world, [[_flight()], [_hotel()],
+                                                               [_car()], "Sorry."],
+                                               agent_id="travel-async"))
+        assert world.calls["book_hotel"] == 2
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        recs = self.records(engine)
+        assert self.compensations(recs) == ["cancel_hotel", "cancel_flight"]
+        assert {r.agent_id for r in recs if r.kind is RecordKind.ACTION} == {"travel-async"}
+        [report] = result.of("book_car")
+        assert report.startswith("RAC: book_car failed (permanent: no cars left)"), report
+
+    def test_crash_mid_call_left_to_recover(self, adapter: AdapterHarness, log_path: Path,
+                                            tmp_path: Path) -> None:
+        """The process dying during a call (``os._exit`` in a subprocess running the turn)
+        leaves the run running with its call in doubt; a fresh engine's ``recover`` (what
+        ``rac recover`` runs) undoes what the turn did."""
+        world_path = tmp_path / "world.db"
+        cls = type(self)
+        harness = type(adapter)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        proc = subprocess.run(
+            [sys.executable, "-c", _CRASH_CHILD, cls.__module__, cls.__qualname__,
+             harness.__module__, harness.__qualname__, str(log_path), str(world_path)],
+            env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert proc.returncode == _CRASH_CODE, proc.stderr[-4000:]
+        world = TravelWorld(str(world_path))
+        fresh = self.make_engine(log_path, tools=world.tools())
+        try:
+            assert [b["kind"] for b in world.live()] == ["flight"]  # nothing undone yet
+            [info] = fresh.store.list_runs()
+            assert info.status is RunStatus.RUNNING
+            [recovered] = fresh.recover(stale_after=0.0)
+            assert recovered.run_id == info.run_id
+            assert world.calls.get("cancel_flight") == 1
+            assert "flight" not in [b["kind"] for b in world.live()]
+            final = fresh.store.get_run(info.run_id)
+            assert final is not None
+            assert final.status not in (RunStatus.RUNNING, RunStatus.COMPLETED)
+        finally:
+            fresh.store.close()
+            world.close()
+
+
+#: Exit status of the crash child (``os._exit`` inside ``book_hotel``).
+_CRASH_CODE = 86
+#: The crash child: the conformance class's engine and the adapter's harness (made with no
+#: arguments), the turn run against a world in a file, the process ended inside book_hotel.
+_CRASH_CHILD = f"""
+import importlib, os, sys
+from pathlib import Path
+from rac.testing.world import TravelWorld
+
+def find(module, qualname):
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+suite_module, suite_name, harness_module, harness_name, log_path, world_path = sys.argv[1:]
+suite = find(suite_module, suite_name)()
+harness = find(harness_module, harness_name)()
+world = TravelWorld(world_path)
+world.on_call("book_hotel", lambda args: os._exit({_CRASH_CODE}))
+engine = suite.make_engine(Path(log_path))
+harness.run_turn(engine, world, [
+    [("book_flight", {{"passenger": "ann1", "origin": "SFO", "dest": "CDG"}})],
+    [("book_hotel", {{"guest": "ann", "city": "Paris", "nights": 2}})],
+    "Booked."], agent_id="travel")
+sys.exit(1)  # the turn finished: the crash never happened
+"""
+
+
+def _chain_holds(exc: BaseException, wanted: BaseException) -> bool:
+    """True if ``wanted`` is ``exc`` or one of its causes/contexts (a framework may re-raise
+    its control flow wrapped)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if cur is wanted or (type(cur) is type(wanted) and str(cur) == str(wanted)):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False

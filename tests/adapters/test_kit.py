@@ -1,0 +1,132 @@
+"""The adapter kit's own promises (rac.adapters), beyond what the conformance suite checks
+through real adapters."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import rac
+from rac.adapters import (
+    CallRefused,
+    RunRegistry,
+    ToolCache,
+    UnknownToolError,
+    engine_for,
+    open_or_join,
+    params_from_schema,
+    registry_of,
+    route,
+)
+from rac.testing import TravelWorld
+
+
+def test_engine_from_an_engine_and_keywords_is_refused() -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with pytest.raises(rac.ConfigurationError, match="not both.*compensations"):
+        engine_for(engine, {"compensations": {"a": "b"}})
+    with pytest.raises(rac.ConfigurationError, match="must be a rac.RAC"):
+        engine_for("memory://", {})  # type: ignore[arg-type]
+    with pytest.raises(rac.ConfigurationError, match="not a rac.RAC keyword"):
+        engine_for(None, {"store": "memory://", "compensation": {}})
+
+
+def test_engine_from_keywords_gets_the_plugin_once_and_the_control_flow() -> None:
+    class Plugin:
+        @rac.hookimpl
+        def rac_normalize_result(self, tool: str, result: Any) -> Any:
+            return None
+
+    class Stop(Exception):
+        pass
+
+    engine = engine_for(None, {"store": "memory://", "load_entrypoints": False},
+                        plugin=Plugin(), plugin_name="fw", passthrough=(Stop,), agent_id="a1")
+    again = engine_for(engine, {}, plugin=Plugin(), plugin_name="fw", passthrough=(Stop,))
+    assert again is engine and engine.agent_id == "a1"
+    assert sum(isinstance(p, Plugin) for p in engine.plugin_manager.get_plugins()) == 1
+    assert Stop in engine.passthrough and CallRefused not in engine.passthrough
+
+
+def test_registry_is_bounded_and_never_evicts_a_busy_run(world: TravelWorld) -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False, tools=world.tools(),
+                     compensations={"book_flight": "cancel_flight"})
+    runs: RunRegistry[str] = RunRegistry(engine, limit=2)
+    release, started = threading.Event(), threading.Event()
+
+    def slow(args: dict[str, Any]) -> None:
+        started.set()
+        assert release.wait(10)
+
+    world.on_call("book_flight", slow)
+    busy = runs.run_for("busy", agent_id="a")
+    t = threading.Thread(target=busy.call, args=("book_flight",),
+                         kwargs={"passenger": "p", "origin": "A", "dest": "B"})
+    t.start()
+    assert started.wait(10)
+    for key in ("k1", "k2", "k3"):
+        runs.run_for(key, agent_id="a")
+    assert "busy" in runs and len(runs) <= 3  # the busy run stays; idle ones went
+    assert "k1" not in runs
+    release.set()
+    t.join()
+    runs.run_for("k4", agent_id="a")
+    assert "busy" not in runs and len(runs) == 2
+    assert busy.status is rac.RunStatus.COMPLETED  # finished as it was let go
+
+
+def test_registry_of_keeps_one_per_engine() -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    first = registry_of(engine, "fw.turns", RunRegistry)
+    assert registry_of(engine, "fw.turns", RunRegistry) is first
+
+
+def test_params_from_a_json_schema_and_a_pydantic_model() -> None:
+    class Args(BaseModel):
+        booking_id: str
+        reason: str = "user"
+
+    assert params_from_schema(Args) == (["booking_id", "reason"], ["booking_id"])
+    assert params_from_schema({"type": "object", "properties": {"a": {}, "b": {}},
+                               "required": ["b", "zzz"]}) == (["a", "b"], ["b"])
+    assert params_from_schema({"type": "string"}) == (None, [])
+    assert params_from_schema(None) == (None, [])
+
+
+def test_tool_cache_is_bounded_by_identity() -> None:
+    made: list[object] = []
+    cache: ToolCache[str] = ToolCache(lambda o: made.append(o) or f"t{len(made)}", limit=2)
+    a, b, c = object(), object(), object()
+    assert cache(a) == "t1" and cache(a) == "t1"
+    cache(b)
+    cache(c)
+    assert len(cache) == 2
+    assert cache(a) == "t4"  # let go as the least recently used, converted again
+
+
+def test_route_names_a_tool_nobody_has(world: TravelWorld) -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with engine.run() as run:
+        invoke = route(run, "book_flight", lambda a: "own", hint="register it here")
+        assert invoke("book_flight", {}) == "own"
+        with pytest.raises(UnknownToolError, match="rent_car is neither.*register it here"):
+            invoke("rent_car", {})
+
+
+def test_open_or_join_joins_the_open_run_sync_and_async() -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with open_or_join(engine, agent_id="outer") as outer, \
+            open_or_join(engine, agent_id="inner") as inner:
+        assert inner is outer
+
+    async def nested() -> tuple[rac.Run, rac.Run]:
+        async with open_or_join(engine) as a:
+            async with open_or_join(engine) as b:
+                return a, b
+
+    a, b = asyncio.run(nested())
+    assert a is b and a.status is rac.RunStatus.COMPLETED

@@ -1,0 +1,1 @@
+"""Tests of the opt-in model resolver of compensation pairs (rac.resolver)."""

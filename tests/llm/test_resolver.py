@@ -1,0 +1,192 @@
+"""The model resolver with a scripted model: right answers are used and remembered; every
+wrong one is "no proposal", named in the log, and never breaks a call or a rollback."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import rac
+from rac.resolver import LLMResolver, ScriptedModel, pair_book
+from rac.resolver.scripted import Slow
+from rac.testing import TravelWorld, VirtualClock, assert_no_live_effects
+
+from .conftest import RIGHT_MAPPING, RIGHT_PAIR
+
+Make = Callable[..., rac.RAC]
+
+
+def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
+    """Book a flight and a hotel, then a car that fails for good: RAC rolls back."""
+    world.fail("book_car", "permanent")
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+        run.call("book_car", driver="ann", city="Paris")
+    return failed.value.report
+
+
+def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
+                                                        world: TravelWorld) -> None:
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    report = _trip_that_fails(engine, world)
+    assert [(u.tool, u.compensator) for u in report.compensated] == [
+        ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
+    assert report.clean
+    assert_no_live_effects(world)
+    # the model saw the tool, the candidates and, for the mapping, the call's own result
+    assert "void_booking" in model.prompts[0] and "Void a hotel booking" in model.prompts[0]
+    assert '"booking_id": "HT-' in model.prompts[1]
+    # a second trip asks nothing: the pair and its mapping are remembered
+    report = _trip_that_fails(engine, world)
+    assert report.clean and len(model.prompts) == 2
+    assert_no_live_effects(world)
+    [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    assert (pair.tool, pair.compensator, pair.status) == ("book_hotel", "void_booking",
+                                                          "approved")
+    assert pair.args == {"reference": "result.booking_id"}
+
+
+def test_a_langchain_chat_model_is_used_through_invoke(resolver_engine: Make,
+                                                       world: TravelWorld) -> None:
+    fake = pytest.importorskip("langchain_core.language_models.fake_chat_models")
+    model = fake.FakeListChatModel(responses=[RIGHT_PAIR, f"```json\n{RIGHT_MAPPING}\n```"])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    report = _trip_that_fails(engine, world)
+    assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
+    assert_no_live_effects(world)
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    (json.dumps({"compensator": "refund_everything"}), "not one of the tools"),
+    (json.dumps({"compensator": "book_hotel"}), "its own compensator"),
+    (json.dumps({"compensator": "get_weather"}), "not one of the tools"),  # read-only
+    ("Sure! The compensator is void_booking.", "not JSON"),
+    ('{"compensator": "void_booking"', "not JSON"),
+    (json.dumps(["void_booking"]), "not an object"),
+    (json.dumps({"tool": "void_booking"}), "no field 'compensator'"),
+    (RuntimeError("rate limited"), "raised RuntimeError: rate limited"),
+])
+def test_a_wrong_pair_is_no_proposal_and_the_call_goes_on(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture,
+        reply: Any, reason: str) -> None:
+    model = ScriptedModel([reply])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = _trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    assert [u.tool for u in report.compensated] == ["book_flight"]
+    assert not report.clean  # the hotel is named as left live, never reported undone
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    assert any("rac.pair_no_proposal" in r.getMessage() and reason in r.getMessage()
+               for r in caplog.records)
+    assert not [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+
+
+@pytest.mark.parametrize(("mapping", "reason"), [
+    ({"booking_id": "result.booking_id"}, "has no parameter(s) ['booking_id']"),
+    ({"reference": "result.reservation_code"}, "has no field 'reservation_code'"),
+    ({"reference": "result.amount"}, "takes 'string'"),
+    ({}, "required parameter(s) ['reference']"),
+    ({"reference": "output.booking_id"}, "must start with 'result' or 'args'"),
+])
+def test_a_wrong_mapping_is_refused_and_the_rollback_goes_on(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture,
+        mapping: dict[str, str], reason: str) -> None:
+    model = ScriptedModel([RIGHT_PAIR, json.dumps({"args": mapping})])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = _trip_that_fails(engine, world)
+    [failed] = report.compensation_failed
+    assert (failed.tool, failed.compensator) == ("book_hotel", "void_booking")
+    assert "the model's mapping was refused" in (failed.error or "") and reason in failed.error
+    assert [u.tool for u in report.compensated] == ["book_flight"]  # the rollback went on
+    assert report.status == rac.RunStatus.NEEDS_ATTENTION
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    assert any("rac.pair_no_proposal" in r.getMessage() for r in caplog.records)
+
+
+def test_a_model_that_times_out_is_no_proposal_without_a_real_wait(
+        resolver_engine: Make, world: TravelWorld, clock: VirtualClock,
+        caplog: pytest.LogCaptureFixture) -> None:
+    model = ScriptedModel([Slow(RIGHT_PAIR, 45.0)], clock=clock)
+    engine = resolver_engine(LLMResolver(model, policy="auto", timeout=30.0))
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = _trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    assert any("answered after 45s, over the timeout of 30s" in r.getMessage()
+               for r in caplog.records)
+    assert clock.sleeps == [45.0]  # the only time that passed was the model's, virtual
+
+
+def test_a_garbage_reply_type_is_no_proposal(resolver_engine: Make, world: TravelWorld) -> None:
+    engine = resolver_engine(LLMResolver(ScriptedModel([lambda p: 42]), policy="auto"))  # type: ignore[list-item, return-value]
+    report = _trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+
+
+def test_a_proposal_waits_for_approval_then_is_used(resolver_engine: Make,
+                                                    world: TravelWorld) -> None:
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model))  # policy "approve" is the default
+    report = _trip_that_fails(engine, world)
+    # the hotel's compensation is held, named, and the booking is still live
+    assert [(u.tool, u.compensator) for u in report.held] == [("book_hotel", "void_booking")]
+    assert report.status == rac.RunStatus.NEEDS_ATTENTION
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    assert (pair.status, pair.args) == ("proposed", {"reference": "result.booking_id"})
+    # an operator approves it (what `rac pairs approve` does); the held compensation runs
+    pair.status = "approved"
+    pair_book(engine.store).put_pair(pair)
+    outcome = engine.resume(report.run_id)
+    assert outcome.status == rac.RunStatus.COMPENSATED
+    assert_no_live_effects(world)
+    assert model.left == 0 and len(model.prompts) == 2
+
+
+def test_recorded_proposals_are_never_used(resolver_engine: Make, world: TravelWorld) -> None:
+    engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR]), policy="record"))
+    report = _trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    assert pair.status == "recorded"
+
+
+def test_declared_pairs_are_not_asked_about(resolver_engine: Make, world: TravelWorld) -> None:
+    model = ScriptedModel([])
+    engine = resolver_engine(LLMResolver(model, policy="auto"),
+                             compensations={"book_flight": "cancel_flight", "book_car": "cancel_car",
+                                            "book_hotel": "cancel_hotel"})
+    report = _trip_that_fails(engine, world)
+    assert report.clean and model.prompts == []
+    declared = {(p.tool, p.source, p.status) for p in pair_book(engine.store).list_pairs()}
+    assert declared == {(t, "code", "declared") for t in ("book_flight", "book_hotel", "book_car")}
+
+
+def test_a_declared_pair_gets_a_mapping_from_the_model(resolver_engine: Make,
+                                                       world: TravelWorld) -> None:
+    model = ScriptedModel([RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"),
+                             compensations={"book_flight": "cancel_flight", "book_car": "cancel_car",
+                                            "book_hotel": "void_booking"})
+    report = _trip_that_fails(engine, world)
+    assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
+    assert_no_live_effects(world)
+    [pair] = [p for p in pair_book(engine.store).list_pairs()
+              if p.tool == "book_hotel"]
+    assert (pair.source, pair.args) == ("llm", {"reference": "result.booking_id"})
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(rac.ConfigurationError, match="policy must be one of"):
+        LLMResolver(ScriptedModel(), policy="yolo")  # type: ignore[arg-type]
+    with pytest.raises(rac.ConfigurationError, match="timeout must be a positive"):
+        LLMResolver(ScriptedModel(), timeout=0)
+    with pytest.raises(TypeError, match="got int"):
+        LLMResolver(42)  # type: ignore[arg-type]

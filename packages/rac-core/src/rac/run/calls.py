@@ -35,7 +35,7 @@ from rac.run.keys import idempotency_key
 from rac.run.outcome import CallOutcome
 from rac.run.reconcile import ABSENT, FOUND, read_before, reconcile
 from rac.run.rollback import Failure, rollback_flow
-from rac.run.values import error_text, exact, stored_and_exact, stored_copy
+from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
 
 if TYPE_CHECKING:
     from rac.registry import Compensation
@@ -151,11 +151,12 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
     registry = engine.registry
     t = run.tool(tool)
     effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
-    stored_args, exact_args = stored_and_exact(args, engine.max_value_chars)
+    stored_args = stored_copy(args, engine.max_value_chars)
     rec = Record(run.run_id, 0, tool, RecordKind.ACTION, R.PENDING, agent_id or run.agent_id,
                  scope, stored_args, None, None, 1, "", [], None, alternative_of, True,
                  effect is Effect.READ_ONLY, None, 0.0, 0.0, str(effect), None)
-    undo: dict[str, Any] = {} if exact_args is None else {"args": exact_args}
+    undo: dict[str, Any] = {}
+    needed: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
     refusal: str | None = None
     error: CallRefused | None = None
     if not rec.read_only:
@@ -169,7 +170,13 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
             refusal = _uncompensable(run, rec)
             if refusal is not None:
                 error = NoCompensationError(refusal)
-        elif comp.before is not None:
+        else:
+            comp_tool = run.tool(comp.tool)
+            needed = needed_fields(comp, comp_tool.params if comp_tool else None)
+            part = undo_part(args, stored_args, needed[0])
+            if part is not None:
+                undo["args"] = part
+        if comp is not None and comp.before is not None:
             ok, before = yield from read_before(run, comp.before, args, "")
             if ok:
                 undo["before"] = exact(before)
@@ -195,10 +202,13 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
                 error = CallRefused(refusal)
         if refusal is not None:
             rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
-        rec.undo = undo or None
+        # undo data only where an undo may need it
+        rec.undo = undo if undo and rec.compensable and not rec.read_only else None
         run.log.append(rec)
         if refusal is None:
             run.in_flight.add(rec.seq)
+            if needed is not None:
+                run.needs[rec.seq] = needed
             run.doom_if_rolling_back(rec)
     return Begun(rec, args, refusal, error)
 

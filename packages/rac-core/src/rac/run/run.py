@@ -25,7 +25,7 @@ from rac.run.keys import new_run_id
 from rac.run.log import RunLog
 from rac.run.outcome import CallOutcome, unwrap
 from rac.run.planning import REQUEUED, UNDOABLE
-from rac.run.values import error_text, stored_and_exact
+from rac.run.values import error_text, stored_copy, undo_part
 from rac.tools import Tool, ToolSet
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ class Run:
         #: seq -> (args, value) as the call had them, in this process
         self.live: dict[int, tuple[dict[str, Any], Any]] = {}
         self.batches: OrderedDict[Any, int] = OrderedDict()
+        #: seq -> the argument and result fields its undo may read (see values.needed_fields)
+        self.needs: dict[int, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
         self._tools: dict[str, Tool] = {}
         self._seq = itertools.count(1)
         self._scopes = 0
@@ -361,7 +363,11 @@ class Run:
         """Write a call's success; True if its scope was rolled back while it ran (the caller
         undoes it)."""
         engine = self.engine
-        stored, exact_result = stored_and_exact(value, engine.max_value_chars)
+        stored = stored_copy(value, engine.max_value_chars)
+        needed = self.needs.pop(rec.seq, None)
+        # undo data only where an undo may need it, and only the fields it may read
+        exact_result = None if rec.read_only or not rec.compensable or needed is None \
+            else undo_part(value, stored, needed[1])
         with self.lock:
             self.in_flight.discard(rec.seq)
             undo = dict(rec.undo or {})

@@ -1,64 +1,21 @@
-"""Shared pieces of the LangGraph adapter tests: a scripted chat model, the travel world as
-LangChain tools, and an engine with a virtual clock."""
+"""Shared pieces of the LangGraph adapter tests: the scripted model and the travel world as
+LangChain tools (from ``rac_langgraph.testing``), an engine with a virtual clock, and readers of
+the log and of what the model was told."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatResult
-from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import Field
+from langchain_core.messages import BaseMessage, ToolMessage
 
 import rac
-from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
+from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, VirtualClock
+from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
+from rac_langgraph.testing import scripted_model as model
 
-_ids = itertools.count(1)
-
-
-class ScriptedModel(GenericFakeChatModel):
-    """Answers with the scripted messages in order and remembers every input it got."""
-
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None,
-                   **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    """One tool call of a scripted model turn."""
-    return {"name": name, "args": args, "id": f"call-{next(_ids)}", "type": "tool_call"}
-
-
-def turn(*calls: dict[str, Any]) -> AIMessage:
-    """A model turn making ``calls`` (in parallel when several)."""
-    return AIMessage(content="", tool_calls=list(calls))
-
-
-def say(text: str) -> AIMessage:
-    """A final model answer."""
-    return AIMessage(content=text)
-
-
-def model(*messages: AIMessage) -> ScriptedModel:
-    """A scripted model answering with ``messages``."""
-    return ScriptedModel(messages=iter(messages))
-
-
-def world_tools(world: TravelWorld, names: Iterable[str] | None = None) -> list[BaseTool]:
-    """The world's tools as LangChain tools (all of them, or those named)."""
-    wanted = set(names) if names is not None else None
-    return [StructuredTool.from_function(fn) for fn in world.tools()
-            if wanted is None or fn.__name__ in wanted]
+__all__ = ["ScriptedModel", "actions", "call", "engine", "errors", "model", "records", "say",
+           "tool_messages", "turn", "world_tools"]
 
 
 def engine(**kw: Any) -> rac.RAC:

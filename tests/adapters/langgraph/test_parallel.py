@@ -76,16 +76,6 @@ def _check(world: TravelWorld, eng: rac.RAC, m: Any) -> None:
     assert info.status is rac.RunStatus.COMPENSATED
 
 
-def test_sibling_finishing_after_rollback_started_is_compensated_sync() -> None:
-    signal = RollbackSignal()
-    world = _slow_flight_world(signal)
-    eng = engine(plugins=[signal])
-    m = _script()
-    create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)]).invoke(
-        {"messages": [("user", "trip")]})
-    _check(world, eng, m)
-
-
 async def test_sibling_finishing_after_rollback_started_is_compensated_async() -> None:
     signal = RollbackSignal()
     world = _slow_flight_world(signal)

@@ -239,19 +239,16 @@ class RAC:
         self.registry.check_known(self.tools, only_for=list(new))
         self.registry.check_params(self.tools)
 
-    def register_mcp_tools(self, tools: Iterable[Any]) -> None:
-        """Add the compensation pairs, alternatives and read-only hints that MCP tools declare in
-        their metadata (see :mod:`rac.mcp`). Validated like any declaration."""
-        from rac.mcp import declarations_from_mcp
+    def register_mcp_tools(self, tools: Iterable[Any], *, server: str | None = None,
+                           trusted: bool = False, names: Any = None) -> Any:
+        """Add the compensation pairs, alternatives and effect classes that one MCP server's
+        tools declare (``Tool`` objects of mcp 1.x/2.x, their dicts, or langchain-mcp-adapters'
+        tools). ``trusted=False`` (the default): the server's read-only and idempotency claims
+        can only make RAC more careful. Returns a :class:`rac.mcp.MCPDeclarations`; see
+        :func:`rac.mcp.register_mcp_tools`."""
+        from rac.mcp import register_mcp_tools
 
-        found = declarations_from_mcp(tools)
-        for name in found.read_only:
-            if name not in self.registry.pairs:
-                self.registry.add_read_only(name)
-        for name, spec in found.compensations.items():
-            self.registry.add(name, spec)
-        for name, alts in found.alternatives.items():
-            self.registry.add_alternatives(name, alts)
+        return register_mcp_tools(self, tools, server=server, trusted=trusted, names=names)
 
     def render(self, report: RecoveryReport) -> str:
         """The text the agent receives for ``report`` (through ``rac_render_report``)."""

@@ -8,6 +8,7 @@ from crewai.tools import BaseTool
 from pydantic import PrivateAttr
 
 import rac
+from rac.adapters import open_or_join, route
 from rac_crewai.caller import current_caller
 from rac_crewai.results import failure_for_agent
 from rac_crewai.tool_table import as_rac_tool, unwrap
@@ -68,23 +69,16 @@ class RACTool(BaseTool):
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             raise TypeError(f"{self.name} takes keyword arguments only under RAC")
-        run = self._engine.current_run()
-        if run is not None:
+        # Called outside a kickoff RAC scoped, the call is a run of its own.
+        with open_or_join(self._engine, agent_id=self._agent_id,
+                          tools=[as_rac_tool(t) for t in self._peers]
+                          if self._engine.current_run() is None else None) as run:
             return self._call(run, kwargs)
-        # Called outside a kickoff RAC scoped: the call is a run of its own.
-        with self._engine.run(agent_id=self._agent_id,
-                              tools=[as_rac_tool(t) for t in self._peers]) as own:
-            return self._call(own, kwargs)
 
     def _call(self, run: rac.Run, args: dict[str, Any]) -> Any:
-        def invoke(name: str, call_args: dict[str, Any]) -> Any:
-            if name == self._inner.name:
-                return self._inner.run(**call_args)
-            tool = run.tool(name)
-            if tool is None:
-                raise LookupError(f"tool {name!r} is not available to this crew or the engine")
-            return tool.invoke(call_args)
-
+        inner = self._inner
+        invoke = route(run, inner.name, lambda a: inner.run(**a),
+                       hint="give it to an agent of the crew or to the engine's tools=[...]")
         outcome = run.execute(self.name, args, invoke,
                               agent_id=current_caller() or self._agent_id)
         if outcome.ok:

@@ -14,6 +14,7 @@ from typing import Any
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 
 import rac
+from rac.adapters import failure_text
 
 #: Key of ``ToolFailure.details`` naming the RAC run that produced the failure.
 RUN_ID_KEY = "rac_run_id"
@@ -27,6 +28,6 @@ def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run) -> ToolFailure:
     if report is not None:
         details["compensated"] = [u.tool for u in report.compensated]
         details["left_live"] = [u.tool for u in report.left_live]
-    message = outcome.message or f"RAC: {outcome.tool} did not complete."
+    message = failure_text(outcome)
     return ToolFailure(message=message, reason=ToolFailureReason.TOOL_REPORTED,
                        retryable=False, details=details)

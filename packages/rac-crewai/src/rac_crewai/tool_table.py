@@ -14,6 +14,7 @@ from crewai.tools import BaseTool
 from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 
 import rac
+from rac.adapters import ToolCache, framework_tool, params_from_schema
 
 if TYPE_CHECKING:
     from crewai import Crew, Task
@@ -28,23 +29,24 @@ def unwrap(tool: BaseTool) -> BaseTool:
 
 def schema_params(tool: BaseTool) -> tuple[list[str] | None, list[str]]:
     """Parameter names of ``tool`` and the required ones, from its argument schema."""
-    schema = getattr(tool, "args_schema", None)
-    fields = getattr(schema, "model_fields", None)
-    if not isinstance(fields, dict):
-        return None, []
-    return list(fields), [name for name, f in fields.items() if f.is_required()]
+    return params_from_schema(getattr(tool, "args_schema", None))
+
+
+def _convert(inner: BaseTool) -> rac.Tool:
+    def call(args: dict[str, Any]) -> Any:
+        return inner.run(**args)
+
+    return framework_tool(inner.name, call=call, schema=getattr(inner, "args_schema", None),
+                          description=inner.description)
+
+
+#: Each CrewAI tool object's conversion, least recently used out past the limit.
+_CACHE: ToolCache[rac.Tool] = ToolCache(_convert, limit=1024)
 
 
 def as_rac_tool(tool: BaseTool) -> rac.Tool:
     """A :class:`rac.Tool` that calls the CrewAI tool's ``run`` (validation included)."""
-    inner = unwrap(tool)
-    params, required = schema_params(inner)
-
-    def call(args: dict[str, Any]) -> Any:
-        return inner.run(**args)
-
-    return rac.Tool(inner.name, call=call, params=params, required=required,
-                    description=inner.description)
+    return _CACHE(unwrap(tool))
 
 
 def is_coordination(tool: BaseTool) -> bool:

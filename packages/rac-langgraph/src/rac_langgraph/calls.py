@@ -4,7 +4,7 @@ for hand-built graphs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -12,13 +12,21 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 import rac
+from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
 from rac_langgraph.engines import build_engine
-from rac_langgraph.results import InvalidToolCall, is_invalid_call
+from rac_langgraph.results import (
+    CommandAnswer,
+    HandOff,
+    InvalidToolCall,
+    is_handoff,
+    is_invalid_call,
+)
 from rac_langgraph.runs import TurnRuns, runs_of
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
 AsyncExecute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
+_HINT = "pass it to create_agent or to RACMiddleware(tools=[...])"
 
 
 class RACToolCalls:
@@ -29,7 +37,11 @@ class RACToolCalls:
     Each call is logged, retried while its failure is transient, replaced by the declared
     alternatives (through ``execute``, or directly for tools only the engine knows), and on an
     unrecoverable failure the turn's side effects are compensated and the model gets a
-    ``ToolMessage`` with ``status="error"`` holding the recovery report.
+    ``ToolMessage`` with ``status="error"`` holding the recovery report. The calls of one model
+    message are one batch (:mod:`rac.adapters.batches`). A tool returning
+    ``Command(graph=Command.PARENT)`` (a hand-off) is control flow, never compensated; the
+    hand-off tools of langgraph-swarm and langgraph-supervisor are declared read-only when
+    first seen.
 
     Args:
         rac: the engine (share one to share the log); else ``config`` holds ``rac.RAC``
@@ -53,51 +65,54 @@ class RACToolCalls:
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
-    def wrap_tool_call(self, request: ToolCallRequest, execute: Execute) -> ToolResult:
+    def wrap_tool_call(self, request: ToolCallRequest, execute_: Execute) -> ToolResult:
         """Run ``request`` under RAC on the blocking path."""
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
-            return execute(request)
+            return execute_(request)
         run, agent, explicit = self._find(request)
         call = request.tool_call
         requested = call["name"]
 
-        def invoke(name: str, args: dict[str, Any]) -> Any:
-            if name == requested:
-                return _refuse_invalid(execute(_with_args(request, args)), name)
-            other = _request_for(request, name, args)
-            if other is None:
-                return _as_message(request, name, _engine_tool(run, name).invoke(args))
-            return execute(other)
+        def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
+            other = _tool_of_agent(request, name)
+            return None if other is None else lambda a: execute_(_for_tool(request, other, a))
 
+        invoke = route(run, requested,
+                       lambda a: _own_result(execute_(_with_args(request, a)), request, run),
+                       through=through, direct=lambda n, raw: _as_message(request, n, raw),
+                       hint=_HINT)
         try:
-            outcome = run.execute(requested, call["args"], invoke, agent_id=agent)
-        except InvalidToolCall as refused:
-            return refused.message
+            outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
+                              batch=_batch(request))
+        except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
+            return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
         return _reply(outcome, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
-                              execute: AsyncExecute) -> ToolResult:
+                              execute_: AsyncExecute) -> ToolResult:
         """Run ``request`` under RAC without blocking the event loop."""
         if request.tool is None:
-            return await execute(request)
+            return await execute_(request)
         run, agent, explicit = self._find(request)
         call = request.tool_call
         requested = call["name"]
 
-        async def ainvoke(name: str, args: dict[str, Any]) -> Any:
-            if name == requested:
-                return _refuse_invalid(await execute(_with_args(request, args)), name)
-            other = _request_for(request, name, args)
-            if other is None:
-                return _as_message(request, name, await _engine_tool(run, name).ainvoke(args))
-            return await execute(other)
+        def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
+            other = _tool_of_agent(request, name)
+            return None if other is None else lambda a: execute_(_for_tool(request, other, a))
 
+        async def own(a: dict[str, Any]) -> Any:
+            return _own_result(await execute_(_with_args(request, a)), request, run)
+
+        ainvoke = aroute(run, requested, own, through=through,
+                         direct=lambda n, raw: _as_message(request, n, raw), hint=_HINT)
         try:
-            outcome = await run.aexecute(requested, call["args"], ainvoke, agent_id=agent)
-        except InvalidToolCall as refused:
-            return refused.message
+            outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
+                                     batch=_batch(request))
+        except CallRefused as refused:
+            return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
         return _reply(outcome, request)
@@ -141,6 +156,22 @@ class RACToolCalls:
         self.turns.close()
 
 
+def _batch(request: ToolCallRequest) -> Hashable | None:
+    """The batch of a call: the model message that issued it (its id, else its position), in
+    the call's thread."""
+    state = request.state
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(
+        state, "messages", None)
+    if not isinstance(messages, list):
+        return None
+    call_id = request.tool_call.get("id")
+    for i in range(len(messages) - 1, -1, -1):
+        calls = getattr(messages[i], "tool_calls", None)
+        if calls and any(c.get("id") == call_id for c in calls):
+            return batch_key(getattr(messages[i], "id", None) or f"#{i}")
+    return None
+
+
 def _with_args(request: ToolCallRequest, args: dict[str, Any]) -> ToolCallRequest:
     """``request`` with ``args`` (itself when they are its own: a first attempt or a retry)."""
     call = request.tool_call
@@ -148,50 +179,49 @@ def _with_args(request: ToolCallRequest, args: dict[str, Any]) -> ToolCallReques
         tool_call={**call, "args": args})
 
 
-def _refuse_invalid(result: ToolResult, name: str) -> ToolResult:
-    """``result``, unless it is ToolNode's answer to arguments that failed validation: the
-    tool never ran, so that is no failure to recover from (see InvalidToolCall)."""
-    if (type(result) is ToolMessage or isinstance(result, ToolMessage)) \
-            and result.status == "error" and is_invalid_call(result, name):
-        raise InvalidToolCall(result)
+def _own_result(result: ToolResult, request: ToolCallRequest, run: rac.Run) -> Any:
+    """What the log gets for the requested tool's result: the result itself; a command, with
+    the call id its answer is found by; a hand-off raised as control flow (unless the tool is
+    declared read-only: then it is an ordinary result); ToolNode's answer to arguments that
+    failed validation raised as a refusal (the tool never ran)."""
+    if type(result) is ToolMessage or isinstance(result, ToolMessage):
+        if result.status == "error" and is_invalid_call(result, request.tool_call["name"]):
+            raise InvalidToolCall(result)
+        return result
+    if isinstance(result, Command):
+        if is_handoff(result) and request.tool_call["name"] not in \
+                run.engine.registry.read_only:
+            raise HandOff(result)
+        return CommandAnswer(result, request.tool_call.get("id"))
     return result
 
 
 def _reply(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolResult:
     """What ToolNode gets for a call RAC ran: the tool's own result, or the recovery report."""
     if outcome.ok:
-        return outcome.result  # type: ignore[no-any-return]
-    return _failed(outcome, request)
-
-
-def _request_for(request: ToolCallRequest, name: str, args: dict[str, Any]
-                 ) -> ToolCallRequest | None:
-    """The request that calls another tool of the agent, ``name``, with ``args`` through the
-    ToolNode (an alternative), or None if the agent has no such tool."""
+        result = outcome.result
+        return result.command if isinstance(result, CommandAnswer) else result  # type: ignore[no-any-return]
     call = request.tool_call
+    return ToolMessage(content=failure_text(outcome), tool_call_id=call["id"],
+                       name=call["name"], status="error")
+
+
+def _tool_of_agent(request: ToolCallRequest, name: str) -> Any:
+    """The agent's tool called ``name``, or None."""
     tools = getattr(request.runtime, "tools", None) or ()
-    tool = next((t for t in tools if getattr(t, "name", None) == name), None)
-    if tool is None:
-        return None
-    return request.override(tool_call={**call, "name": name, "args": args}, tool=tool)
+    return next((t for t in tools if getattr(t, "name", None) == name), None)
 
 
-def _engine_tool(run: rac.Run, name: str) -> rac.Tool:
-    tool = run.tool(name)
-    if tool is None:
-        raise KeyError(f"{name} is neither a tool of this agent nor registered with the engine: "
-                       "pass it to create_agent or to RACMiddleware(tools=[...])")
-    return tool
+def _for_tool(request: ToolCallRequest, tool: Any, args: dict[str, Any]) -> ToolCallRequest:
+    """The request that calls another tool of the agent with ``args`` through the ToolNode (an
+    alternative)."""
+    return request.override(tool_call={**request.tool_call, "name": tool.name, "args": args},
+                            tool=tool)
 
 
 def _as_message(request: ToolCallRequest, name: str, raw: Any) -> ToolMessage:
     """A tool message for a call RAC made directly (an alternative only the engine knows)."""
+    if isinstance(raw, ToolMessage):
+        return raw
     content = raw if isinstance(raw, str) else json.dumps(raw, default=str, ensure_ascii=False)
     return ToolMessage(content=content, tool_call_id=request.tool_call["id"], name=name)
-
-
-def _failed(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolMessage:
-    """What the model gets when the call failed for good: the report, as an error message."""
-    call = request.tool_call
-    return ToolMessage(content=outcome.message or f"RAC: {call['name']} failed.",
-                       tool_call_id=call["id"], name=call["name"], status="error")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -10,6 +10,7 @@ from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
 import rac
+from rac.adapters import CallRefused
 from rac.serialize import as_fields
 
 #: The name the results plugin is registered under in an engine's plugin manager.
@@ -17,16 +18,46 @@ PLUGIN_NAME = "rac_langgraph.results"
 _INVALID_CALL_PREFIX = TOOL_INVOCATION_ERROR_TEMPLATE.split("{tool_kwargs}")[0]
 
 
-class InvalidToolCall(Exception):  # noqa: N818 - control flow, like GraphBubbleUp
+class InvalidToolCall(CallRefused):
     """The framework refused the model's call before the tool ran (bad arguments).
 
     Declared a pass-through: RAC logs the call as not run and does not roll anything back; the
-    model gets the framework's "fix the arguments" message.
+    model gets the framework's "fix the arguments" message (``message``).
     """
 
     def __init__(self, message: ToolMessage) -> None:
-        super().__init__(str(message.content))
+        super().__init__(message, str(message.content))
         self.message = message
+
+
+class HandOff(CallRefused):
+    """A tool handed the conversation to another agent (it returned
+    ``Command(goto=..., graph=Command.PARENT)``, as the hand-off tools of langgraph-swarm and
+    langgraph-supervisor do): control flow, not a side effect, so it is never compensated.
+
+    Declared a pass-through: the call is logged as control flow, and the command goes on to
+    the graph (``command``).
+    """
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(command, f"hand-off to {command.goto!r}")
+        self.command = command
+
+
+class CommandAnswer:
+    """A ``Command`` a tool returned for the call ``tool_call_id``: the log reads the tool
+    message that answers that call, not another one of the update's history."""
+
+    __slots__ = ("command", "tool_call_id")
+
+    def __init__(self, command: Command[Any], tool_call_id: str | None) -> None:
+        self.command = command
+        self.tool_call_id = tool_call_id
+
+
+def is_handoff(result: Any) -> bool:
+    """True if ``result`` is a command for the parent graph (a hand-off)."""
+    return isinstance(result, Command) and result.graph == Command.PARENT
 
 
 def is_invalid_call(message: ToolMessage, tool_name: str) -> bool:
@@ -60,27 +91,33 @@ def message_value(message: ToolMessage) -> Any:
     return _content_value(content)
 
 
-def command_value(command: Command[Any]) -> Any:
-    """The plain value of a ``Command`` a tool returned: its tool message's value, else a
-    summary of where it goes and what it updates."""
+def command_value(command: Command[Any], tool_call_id: str | None = None) -> Any:
+    """The plain value of a ``Command`` a tool returned: the value of its tool message that
+    answers ``tool_call_id`` (other messages of the update are history), else a summary of
+    where it goes and what it updates."""
     update = command.update
     messages = update.get("messages") if isinstance(update, Mapping) else None
-    for m in messages or ():
-        if isinstance(m, ToolMessage):
-            return message_value(m)
+    if isinstance(messages, Sequence) and not isinstance(messages, str):
+        answers = [m for m in messages if isinstance(m, ToolMessage)]
+        if tool_call_id is not None:
+            answers = [m for m in answers if m.tool_call_id == tool_call_id]
+        if len(answers) == 1:
+            return message_value(answers[0])
     keys = sorted(update) if isinstance(update, Mapping) else []
     return {"command": {"goto": str(command.goto) if command.goto else None, "update": keys}}
 
 
-def result_value(result: Any) -> Any:
+def result_value(result: Any, tool_call_id: str | None = None) -> Any:
     """The plain value of anything a ToolNode returns for one call (message, command, list)."""
     if type(result) is ToolMessage or isinstance(result, ToolMessage):
         return message_value(result)
+    if isinstance(result, CommandAnswer):
+        return command_value(result.command, result.tool_call_id)
     if isinstance(result, Command):
-        return command_value(result)
+        return command_value(result, tool_call_id)
     if isinstance(result, list) and result and all(
             isinstance(r, ToolMessage | Command) for r in result):
-        return result_value(result[0])
+        return result_value(result[0], tool_call_id)
     return None
 
 

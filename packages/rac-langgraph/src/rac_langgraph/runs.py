@@ -10,20 +10,16 @@ invocation (``with engine.run(): graph.invoke(...)``) takes precedence.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.tools import BaseTool
-
 import rac
-from rac_langgraph.tools import as_rac_tool
+from rac.adapters import RunRegistry, ToolSetCache, registry_of
+from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
 TurnKey = tuple[str | None, str, str]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
-_REGISTRIES_LOCK = threading.Lock()
 
 
 def turn_key(state: Any, config: Mapping[str, Any] | None) -> TurnKey:
@@ -59,93 +55,44 @@ def _position(messages: Sequence[Any], message: Any) -> int:
     return next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is message)
 
 
-class TurnRuns:
-    """The runs of one engine that its LangGraph adapters opened, keyed by turn.
+class TurnRuns(RunRegistry[TurnKey]):
+    """The runs of one engine that its LangGraph adapters opened, keyed by turn (a
+    :class:`rac.adapters.RunRegistry`), and the agents' tool sets.
 
     Thread-safe: parallel tool calls of one turn get the same run. The adapters mark runs
     completed after each tool step; a run stays here, joinable by the rest of its turn, until
-    more than ``limit`` newer turns have started (it is then finished if still running) or
-    :meth:`close`.
+    more than ``limit`` newer turns have started (it is then finished if still running, unless
+    a call of it is under way) or :meth:`close`.
     """
 
     def __init__(self, engine: rac.RAC, limit: int = 512) -> None:
-        self.engine = engine
-        self.limit = limit
-        #: Guards the registry.
-        self._lock = threading.Lock()
-        self._runs: OrderedDict[TurnKey, rac.Run] = OrderedDict()
-        #: the ids of a list of agent tools -> their rac.ToolSet, and the tools themselves
-        #: (kept, so the ids stay theirs)
-        self._tool_sets: dict[tuple[int, ...], tuple[rac.ToolSet, list[Any]]] = {}
+        super().__init__(engine, limit)
+        self.tool_sets = ToolSetCache(engine, self._convert, limit=limit)
+
+    def _convert(self, tool: Any) -> rac.Tool | None:
+        """An agent tool for the run's tool set; a hand-off tool (langgraph-swarm,
+        langgraph-supervisor) is declared read-only on the engine first: it moves the
+        conversation and changes nothing to undo."""
+        registry = self.engine.registry
+        if is_handoff_tool(tool) and tool.name not in registry.read_only \
+                and tool.name not in registry.pairs:
+            registry.add_read_only(tool.name)
+        return rac_tool_or_none(tool)
 
     def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
         """The run of the turn ``state``/``config`` belong to (opened on first use)."""
-        key = turn_key(state, config)
-        runs = self._runs
-        lock = self._lock
-        lock.acquire()  # not `with`: this is on every tool call
-        try:
-            run = runs.get(key)
-            if run is not None:
-                runs.move_to_end(key)
-                return run
-            run = runs[key] = self.engine.run(agent_id=agent_id)
-            evicted = self._evict() if len(runs) > self.limit else None
-        finally:
-            lock.release()
-        if evicted is not None:
-            evicted.finish()  # a turn left running (finish_steps=False): over now
-        return run
-
-    def _evict(self) -> rac.Run | None:
-        """One turn in, the oldest out (under the lock), unless a call of it is still running:
-        that turn goes on, so it moves to the newest end (the registry may hold a few more
-        than ``limit`` meanwhile)."""
-        runs = self._runs
-        key, oldest = next(iter(runs.items()))
-        if oldest.busy:
-            runs.move_to_end(key)
-            return None
-        del runs[key]
-        return oldest
+        return self.run_for(turn_key(state, config), agent_id=agent_id)
 
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
         """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
-        if not tools:
-            return
-        key = tuple(map(id, tools))
-        hit = self._tool_sets.get(key)
-        if hit is None:  # a list of tools not seen before (one per ToolNode, usually)
-            converted = [as_rac_tool(t) for t in tools if isinstance(t, BaseTool)]
-            hit = (self.engine.tool_set(converted), list(tools))
-            with self._lock:
-                if len(self._tool_sets) >= self.limit:
-                    self._tool_sets.clear()
-                self._tool_sets[key] = hit
-        run.add_tools(hit[0])
+        self.tool_sets.offer(run, tools)
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by
         other agents of the turn."""
-        with self._lock:
-            run = self._runs.get(turn_key(state, config))
-        if run is not None:
-            run.finish()
-
-    def close(self) -> None:
-        """Finish and forget every run this registry opened."""
-        with self._lock:
-            runs = list(self._runs.values())
-            self._runs.clear()
-        for run in runs:
-            run.finish()
+        self.finish(turn_key(state, config))
 
 
 def runs_of(engine: rac.RAC) -> TurnRuns:
     """The turn registry of ``engine``, shared by every adapter object that uses the engine."""
-    with _REGISTRIES_LOCK:
-        runs = engine.extensions.get(_KEY)
-        if not isinstance(runs, TurnRuns):
-            runs = TurnRuns(engine)
-            engine.extensions[_KEY] = runs
-        return runs
+    return registry_of(engine, _KEY, TurnRuns)

@@ -2,43 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_core.tools import BaseTool
 
 import rac
-
-_CACHE: dict[int, tuple[BaseTool, rac.Tool]] = {}
-_CACHE_LOCK = threading.Lock()
+from rac.adapters import ToolCache, framework_tool
 
 
-def _schema_params(tool: BaseTool) -> tuple[list[str] | None, list[str]]:
-    """Parameter names the model (and RAC) may pass, and the required ones; injected arguments
-    (state, runtime, tool call id) are left out."""
-    schema: Any = tool.tool_call_schema
-    try:
-        js = schema if isinstance(schema, dict) else schema.model_json_schema()
-    except Exception:  # noqa: BLE001 - an exotic schema: let RAC map by the declared paths
-        return None, []
-    props = js.get("properties")
-    if not isinstance(props, dict):
-        return None, []
-    return list(props), [str(r) for r in js.get("required", ())]
-
-
-def as_rac_tool(tool: BaseTool) -> rac.Tool:
-    """The :class:`rac.Tool` that calls a LangChain tool directly (``invoke``/``ainvoke``).
-
-    RAC uses it for compensating calls and for alternatives the model was not offered. The
-    conversion is cached per tool object.
-    """
-    with _CACHE_LOCK:
-        hit = _CACHE.get(id(tool))
-        if hit is not None and hit[0] is tool:
-            return hit[1]
-    params, required = _schema_params(tool)
+def _convert(tool: BaseTool) -> rac.Tool:
+    schema: Any = tool.tool_call_schema  # injected arguments (state, runtime, call id) left out
 
     def call(args: dict[str, Any]) -> Any:
         return tool.invoke(args)
@@ -46,14 +20,36 @@ def as_rac_tool(tool: BaseTool) -> rac.Tool:
     async def acall(args: dict[str, Any]) -> Any:
         return await tool.ainvoke(args)
 
-    converted = rac.Tool(tool.name, call=call, acall=acall, params=params, required=required,
-                         description=tool.description or "")
-    with _CACHE_LOCK:
-        _CACHE[id(tool)] = (tool, converted)
-    return converted
+    return framework_tool(tool.name, call=call, acall=acall, schema=schema,
+                          description=tool.description or "")
+
+
+#: Each LangChain tool object's conversion, least recently used out past the limit.
+_CACHE: ToolCache[rac.Tool] = ToolCache(_convert, limit=1024)
+
+
+def as_rac_tool(tool: BaseTool) -> rac.Tool:
+    """The :class:`rac.Tool` that calls a LangChain tool directly (``invoke``/``ainvoke``).
+
+    RAC uses it for compensating calls and for alternatives the model was not offered. The
+    conversion is cached per tool object, in a bounded cache.
+    """
+    return _CACHE(tool)
 
 
 def as_rac_tools(tools: Iterable[BaseTool | rac.Tool | Callable[..., Any]]
                  ) -> list[rac.Tool | Callable[..., Any]]:
     """Convert the LangChain tools of a list for ``rac.RAC(tools=...)``; others pass as they are."""
     return [as_rac_tool(t) if isinstance(t, BaseTool) else t for t in tools]
+
+
+def rac_tool_or_none(tool: Any) -> rac.Tool | None:
+    """``tool`` as a RAC tool if it is a LangChain tool, else None (left out of a tool set)."""
+    return as_rac_tool(tool) if isinstance(tool, BaseTool) else None
+
+
+def is_handoff_tool(tool: Any) -> bool:
+    """True for a hand-off tool of langgraph-swarm or langgraph-supervisor (its metadata names
+    the agent it hands over to): it moves the conversation, it changes nothing in the world."""
+    metadata = getattr(tool, "metadata", None)
+    return isinstance(metadata, dict) and "__handoff_destination" in metadata

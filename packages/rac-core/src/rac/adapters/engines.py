@@ -46,8 +46,9 @@ def engine_for(engine: RAC | None, config: Mapping[str, Any], *, plugin: object 
     else:
         if agent_id is not None:
             config.setdefault("agent_id", agent_id)
-        if plugin is not None:
-            config["plugins"] = [plugin, *config.get("plugins", ())]
+        if plugin is not None:  # first, and once: a user-given one of its type is dropped
+            config["plugins"] = [plugin, *(p for p in config.get("plugins", ())
+                                           if type(p) is not type(plugin))]
         try:
             engine = RAC(**config)
         except TypeError as e:

@@ -21,6 +21,9 @@ def register(sub: Any) -> None:
                    help="log URL: memory://, sqlite:///path.db (default: $RAC_STORE or "
                         "sqlite:///.rac/rac.db)")
     p.add_argument("--json", action="store_true", help="print the run as JSON")
+    p.add_argument("--mcp", action="store_true",
+                   help="book through the example MCP server (a subprocess over stdio): RAC "
+                        "reads the compensation pairs from its tool metadata (needs mcp)")
     p.set_defaults(handler=demo)
 
 
@@ -29,13 +32,23 @@ def demo(args: argparse.Namespace) -> int:
     from rac.cli.main import print_json
     from rac.demo import run_demo
 
-    result = run_demo(fail=args.fail, store=args.store)
+    if args.mcp:
+        from rac.demo.mcp_trip import run_mcp_demo
+
+        result = run_mcp_demo(fail=args.fail, store=args.store)
+    else:
+        result = run_demo(fail=args.fail, store=args.store)
     if args.json:
         obj = run_json(result.run_id, str(result.status), result.records)
         obj["world"] = result.world
         print_json(obj)
         return 0
     print(f"run {result.run_id}: {result.status}\n")
+    if result.learned:
+        print("What RAC read from the MCP server's tool metadata:")
+        for line in result.learned:
+            print("  " + line)
+        print()
     print("What the agent was told:")
     for line in result.agent_saw:
         print("  " + line.replace("\n", "\n  "))

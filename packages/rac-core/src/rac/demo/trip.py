@@ -53,6 +53,8 @@ class DemoResult:
     records: list[Record]
     world: dict[str, list[dict[str, Any]]]
     agent_saw: list[str] = field(default_factory=list)
+    #: What RAC read from the MCP server's metadata (``rac demo --mcp``): one line per tool.
+    learned: list[str] = field(default_factory=list)
 
 
 def world_state(world: TravelWorld) -> dict[str, list[dict[str, Any]]]:

@@ -7,9 +7,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from rac.errors import ConflictError
-from rac.models import PairRecord, Record, RunInfo, RunStatus
+from rac.models import PairRecord, Record, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import status_set
 from rac.stores.capabilities import PAIRS
+from rac.stores.rows import RECORD_COLUMNS, RUN_COLUMNS, check_fields
+
+_RECORD_FIELDS = frozenset(RECORD_COLUMNS)
+_RUN_FIELDS = frozenset(RUN_COLUMNS)
 
 
 class MemoryStore:
@@ -70,6 +74,8 @@ class MemoryStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self._lock:
+            if not fields.keys() <= _RUN_FIELDS:
+                check_fields("run", fields, RUN_COLUMNS)
             run = self._runs[run_id]
             for k, v in fields.items():
                 setattr(run, k, RunStatus(v) if k == "status" and type(v) is not RunStatus
@@ -104,7 +110,12 @@ class MemoryStore:
     shares_records = True
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
+        if not fields.keys() <= _RECORD_FIELDS:
+            check_fields("record", fields, RECORD_COLUMNS)
         rec = self._records[run_id][seq]
+        status = fields.get("status")
+        if status is not None and type(status) is not RecordStatus:
+            fields["status"] = RecordStatus(status)
         for k, v in fields.items():
             setattr(rec, k, v)
 

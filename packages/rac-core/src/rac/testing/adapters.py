@@ -52,8 +52,9 @@ WAIT = 10.0
 
 @dataclass
 class Told:
-    """One tool result the model received: the tool it answers, its text, and whether the
-    framework marked it an error (None when the framework has no such mark)."""
+    """One tool result the model received: the tool the model called (an alternative may have
+    answered), its text, and whether the framework marked it an error (None when the
+    framework has no such mark)."""
 
     tool: str
     content: str

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from rac.errors import ConflictError
+from rac.errors import ConflictError, StoreError
 from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
 from rac.stores.capabilities import CAPABILITIES, PAIRS, PairStore, declared, supports
@@ -279,6 +279,26 @@ class StoreConformance(PairStoreConformance):
         got[0].undo["cancel_token"] = "changed"  # type: ignore[index]
         got[0].undo["before"]["seats"].append(9)  # type: ignore[index]
         assert store.get_records(rid)[0].undo == undo_sample(1)
+
+    def test_unknown_fields_are_refused_by_name(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        store.append(make_record(rid, 1))
+        with pytest.raises(StoreError, match="bogus_field"):
+            store.update_record(rid, 1, status=RecordStatus.COMPLETED, bogus_field=1)
+        with pytest.raises(StoreError, match="bogus_field"):
+            store.update_run(rid, bogus_field=1)
+        (got,) = store.get_records(rid)
+        assert got.status is RecordStatus.PENDING
+
+    def test_status_given_as_text_reads_back_as_the_enum(self, store: Store) -> None:
+        rid = _rid()
+        store.create_run(RunInfo(rid))
+        store.append(make_record(rid, 1))
+        store.update_record(rid, 1, status="completed")
+        store.update_run(rid, status="needs_attention")
+        assert store.get_records(rid)[0].status is RecordStatus.COMPLETED
+        assert store.get_run(rid).status is RunStatus.NEEDS_ATTENTION  # type: ignore[union-attr]
 
     def test_declared_capabilities_are_known_and_implemented(self, store: Store) -> None:
         for name in declared(store):

@@ -1,0 +1,1 @@
+../packages/rac-core/src/rac/demo/mcp_travel_server.py

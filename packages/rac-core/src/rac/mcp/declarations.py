@@ -1,0 +1,320 @@
+"""The recovery declarations an MCP tool carries, parsed and validated.
+
+RAC's own format is one entry of the tool's ``_meta``, under :data:`META_KEY` (a reverse-DNS
+key, as the MCP specification asks of ``_meta`` keys)::
+
+    {"io.github.rac-agents/recovery": {
+        "compensation": {"tool": "cancel_flight", "args": {"booking_id": "result.booking_id"}},
+        "lookup": {"tool": "find_bookings", "args": {"passenger": "args.passenger"},
+                   "found": "result.bookings", "match": {"request_key": "key"}},
+        "before": {"tool": "get_seat", "args": {"booking_id": "args.booking_id"}},
+        "effect": "unsafe",
+        "irreversible": false,
+        "alternatives": ["book_flight_partner"]}}
+
+Every field is optional. Two other shapes are read for interoperability: the ``recovery``
+annotation of the MCP proposal SEP-3172 (``{"strategy": "compensation",
+"compensatingOperation": {"operationId": ..., "parameters": {...}}}``, parameters as OpenAPI
+runtime expressions ``$response.body#/field`` and ``$request.body#/field``), and the
+``x-compensation-pair`` annotation or input-schema key of the reference implementation
+(a compensating tool's name). Before the reverse-DNS key, RAC read a bare ``rac`` key; it is
+still read.
+
+Parsing checks shapes only; :func:`validate` checks that every tool named exists on the same
+server. Both raise :class:`rac.ConfigurationError` naming the server, the tool and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rac.errors import ConfigurationError
+
+#: The ``_meta`` key under which a tool declares how RAC recovers it.
+META_KEY = "io.github.rac-agents/recovery"
+#: The key RAC read before :data:`META_KEY` (still read).
+LEGACY_META_KEY = "rac"
+#: The annotation proposed by SEP-3172 ("optional recovery metadata in ToolAnnotations").
+SEP_3172_ANNOTATION = "recovery"
+#: The annotation (or input-schema key) of the reference implementation.
+REFERENCE_ANNOTATION = "x-compensation-pair"
+#: Effect classes a tool may declare.
+EFFECTS = ("read_only", "idempotent", "keyed", "unsafe")
+
+_FIELDS = ("compensation", "lookup", "before", "effect", "irreversible", "alternatives")
+_COMP_ROOTS = ("result", "args")
+_LOOKUP_ROOTS = ("args", "key")
+
+
+@dataclass(frozen=True)
+class LookupSpec:
+    """How to find out whether a call took effect (reconciliation), in MCP names.
+
+    ``tool`` is a read tool called with ``args`` (parameter -> ``"args.x"`` or ``"key"``, the
+    call's idempotency key). ``found`` is the path of the effects in its result (``"result"``,
+    ``"result.bookings"``); an item is the call's effect when each field of ``match`` equals
+    the value its path gives (``"args.x"``, ``"key"``).
+    """
+
+    tool: str
+    args: Mapping[str, str] = field(default_factory=dict)
+    found: str = "result"
+    match: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BeforeSpec:
+    """A read tool called right before the action (its before-image), in MCP names; ``args``
+    maps its parameters from the action's arguments (``"args.x"``)."""
+
+    tool: str
+    args: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolDeclaration:
+    """What one MCP tool declares about its recovery, in the server's names, not yet judged
+    for trust (see :mod:`rac.mcp.trust`).
+
+    ``source`` names where the compensation came from: ``"_meta"`` (:data:`META_KEY`),
+    ``"_meta.rac"``, ``"SEP-3172"`` or ``"x-compensation-pair"``.
+    """
+
+    tool: str
+    compensator: str | None = None
+    args: Mapping[str, str] | None = None
+    lookup: LookupSpec | None = None
+    before: BeforeSpec | None = None
+    effect: str | None = None
+    irreversible: bool = False
+    alternatives: tuple[str, ...] = ()
+    hints: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    def referenced_tools(self) -> dict[str, str]:
+        """Each tool this declaration names, with the field that names it."""
+        refs: dict[str, str] = {}
+        if self.compensator is not None:
+            refs[self.compensator] = "compensation.tool"
+        if self.lookup is not None:
+            refs.setdefault(self.lookup.tool, "lookup.tool")
+        if self.before is not None:
+            refs.setdefault(self.before.tool, "before.tool")
+        for i, alt in enumerate(self.alternatives):
+            refs.setdefault(alt, f"alternatives[{i}]")
+        return refs
+
+
+class _Where:
+    """Builds error messages naming the server, the tool and the field."""
+
+    def __init__(self, server: str | None, tool: str, base: str) -> None:
+        self.server, self.tool, self.base = server, tool, base
+
+    def error(self, fld: str, problem: str) -> ConfigurationError:
+        head = f"MCP server {self.server!r}, tool {self.tool!r}" if self.server \
+            else f"MCP tool {self.tool!r}"
+        path = f"{self.base}.{fld}" if fld else self.base
+        return ConfigurationError(f"{head}: field '{path}' {problem}")
+
+
+def _path(value: Any, roots: tuple[str, ...], where: _Where, fld: str) -> str:
+    """A declared path, checked: a root (``result``, ``args``, ``before``, ``key``) and
+    field names separated by dots."""
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(fld, f"must be a path such as '{roots[0]}.id', got {value!r}")
+    parts = value.strip().split(".")
+    if parts[0] not in roots or any(not p for p in parts) or (parts[0] == "key" and len(parts) > 1):
+        allowed = ", ".join(f"'{r}'" for r in roots)
+        raise where.error(fld, f"= {value!r} must start with one of {allowed} and name fields "
+                               "separated by dots")
+    return value.strip()
+
+
+def _paths(value: Any, roots: tuple[str, ...], where: _Where, fld: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise where.error(fld, "must map parameter names to paths such as 'result.booking_id'")
+    out: dict[str, str] = {}
+    for param, path in value.items():
+        if not isinstance(param, str) or not param:
+            raise where.error(fld, f"has a key that is not a parameter name: {param!r}")
+        out[param] = _path(path, roots, where, f"{fld}.{param}")
+    return out
+
+
+def _tool_name(value: Any, where: _Where, fld: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise where.error(fld, f"must name a tool of the same server, got {value!r}")
+    return value
+
+
+def _ours(entry: Any, where: _Where) -> dict[str, Any]:
+    """The fields of RAC's own ``_meta`` entry, checked."""
+    if not isinstance(entry, Mapping):
+        raise where.error("", f"must be an object, got {type(entry).__name__}")
+    unknown = set(entry) - set(_FIELDS)
+    if unknown:
+        raise where.error("", f"has unknown field(s) {sorted(unknown)}; expected some of "
+                              f"{list(_FIELDS)}")
+    out: dict[str, Any] = {}
+    before = entry.get("before")
+    if before is not None:
+        if not isinstance(before, Mapping) or set(before) - {"tool", "args"}:
+            raise where.error("before", "must be an object with 'tool' and 'args'")
+        out["before"] = BeforeSpec(tool=_tool_name(before.get("tool"), where, "before.tool"),
+                                   args=_paths(before.get("args"), ("args",), where,
+                                               "before.args"))
+    comp = entry.get("compensation")
+    if comp is not None:
+        roots = (*_COMP_ROOTS, "before") if "before" in out else _COMP_ROOTS
+        if isinstance(comp, str):
+            out["compensator"] = _tool_name(comp, where, "compensation")
+        elif isinstance(comp, Mapping):
+            if set(comp) - {"tool", "args"}:
+                raise where.error("compensation", f"has unknown field(s) "
+                                  f"{sorted(set(comp) - {'tool', 'args'})}; expected 'tool', "
+                                  "'args'")
+            out["compensator"] = _tool_name(comp.get("tool"), where, "compensation.tool")
+            if comp.get("args") is not None:
+                out["args"] = _paths(comp.get("args"), roots, where, "compensation.args")
+        else:
+            raise where.error("compensation", "must be a tool name or an object with 'tool' "
+                                              "and 'args'")
+    lookup = entry.get("lookup")
+    if lookup is not None:
+        if not isinstance(lookup, Mapping) or set(lookup) - {"tool", "args", "found", "match"}:
+            raise where.error("lookup", "must be an object with 'tool', 'args', 'found' and "
+                                        "'match'")
+        found = lookup.get("found", "result")
+        out["lookup"] = LookupSpec(
+            tool=_tool_name(lookup.get("tool"), where, "lookup.tool"),
+            args=_paths(lookup.get("args"), _LOOKUP_ROOTS, where, "lookup.args"),
+            found=_path(found, ("result",), where, "lookup.found"),
+            match=_paths(lookup.get("match"), _LOOKUP_ROOTS, where, "lookup.match"))
+    effect = entry.get("effect")
+    if effect is not None:
+        if effect not in EFFECTS:
+            raise where.error("effect", f"must be one of {list(EFFECTS)}, got {effect!r}")
+        out["effect"] = effect
+    irreversible = entry.get("irreversible")
+    if irreversible is not None:
+        if not isinstance(irreversible, bool):
+            raise where.error("irreversible", f"must be true or false, got {irreversible!r}")
+        out["irreversible"] = irreversible
+    alts = entry.get("alternatives")
+    if alts is not None:
+        if not isinstance(alts, list | tuple) or not all(isinstance(a, str) and a for a in alts):
+            raise where.error("alternatives", "must be a list of tool names")
+        out["alternatives"] = tuple(alts)
+    if out.get("effect") == "read_only" and "compensator" in out:
+        raise where.error("effect", "is 'read_only' but a compensation is declared: a tool "
+                                    "with no side effect has nothing to undo")
+    if out.get("irreversible") and "compensator" in out:
+        raise where.error("irreversible", "is true but a compensation is declared")
+    return out
+
+
+def _runtime_expression(expr: Any, where: _Where, fld: str) -> str:
+    """An OpenAPI runtime expression (SEP-3172's parameter binding) as a RAC path."""
+    if not isinstance(expr, str):
+        raise where.error(fld, f"must be a runtime expression such as "
+                               f"'$response.body#/booking_id', got {expr!r}")
+    for prefix, root in (("$response.body", "result"), ("$request.body", "args")):
+        if expr == prefix or expr == prefix + "#" or expr == prefix + "#/":
+            if root == "args":
+                break
+            return root
+        if expr.startswith(prefix + "#/"):
+            pointer = expr[len(prefix) + 2:].split("/")
+            parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer]
+            if all(p and "." not in p for p in parts):
+                return ".".join((root, *parts))
+    raise where.error(fld, f"= {expr!r} is not a runtime expression RAC can follow; use "
+                           "'$response.body#/<field>' or '$request.body#/<field>'")
+
+
+def _sep_3172(recovery: Any, where: _Where) -> dict[str, Any]:
+    if not isinstance(recovery, Mapping):
+        raise where.error("", f"must be an object, got {type(recovery).__name__}")
+    if recovery.get("strategy") != "compensation":
+        raise where.error("strategy", f"must be 'compensation' (the only strategy RAC knows), "
+                                      f"got {recovery.get('strategy')!r}")
+    op = recovery.get("compensatingOperation")
+    if not isinstance(op, Mapping):
+        raise where.error("compensatingOperation", "must be an object with 'operationId' and "
+                                                   "'parameters'")
+    params = op.get("parameters") or {}
+    if not isinstance(params, Mapping):
+        raise where.error("compensatingOperation.parameters", "must map parameter names to "
+                                                              "runtime expressions")
+    return {"compensator": _tool_name(op.get("operationId"), where,
+                                      "compensatingOperation.operationId"),
+            "args": {str(k): _runtime_expression(v, where, f"compensatingOperation."
+                                                           f"parameters.{k}")
+                     for k, v in params.items()}}
+
+
+def parse(name: str, meta: Mapping[str, Any], annotations: Mapping[str, Any],
+          input_schema: Mapping[str, Any] | None = None, *,
+          server: str | None = None) -> ToolDeclaration:
+    """The declaration of one tool from its ``_meta``, annotations and input schema."""
+    found: dict[str, Any] = {}
+    source: str | None = None
+    for key, label in ((META_KEY, "_meta"), (LEGACY_META_KEY, "_meta.rac")):
+        entry = meta.get(key)
+        if entry is not None:
+            found = _ours(entry, _Where(server, name, f"_meta.{key}"))
+            source = label
+            break
+    if "compensator" not in found:
+        recovery = annotations.get(SEP_3172_ANNOTATION)
+        if recovery is not None:
+            found.update(_sep_3172(recovery, _Where(server, name, "annotations.recovery")))
+            source = "SEP-3172"
+    if "compensator" not in found:
+        for base, holder in (("annotations", annotations), ("inputSchema", input_schema or {})):
+            pair = holder.get(REFERENCE_ANNOTATION)
+            if pair is not None:
+                found["compensator"] = _tool_name(
+                    pair, _Where(server, name, f"{base}.{REFERENCE_ANNOTATION}"), "")
+                source = REFERENCE_ANNOTATION
+                break
+    if found.get("compensator") == name and "before" not in found:
+        # A tool may undo itself only from a before-image (calling it again with the values
+        # it replaced).
+        raise _Where(server, name, _field_path_of(source, "compensation.tool")).error(
+            "", f"refers to the tool itself ({name!r}); name the tool that undoes it, or "
+                "declare a 'before' image to restore")
+    hints = {k: annotations[k] for k in ("readOnlyHint", "destructiveHint", "idempotentHint",
+                                         "openWorldHint") if k in annotations}
+    return ToolDeclaration(tool=name, hints=hints, source=source if found else None, **found)
+
+
+def validate(declarations: Iterable[ToolDeclaration], listed: Iterable[str], *,
+             server: str | None = None) -> None:
+    """Check that every tool the declarations name is one of the server's ``listed`` tools."""
+    names = set(listed)
+    for decl in declarations:
+        for ref, fld in decl.referenced_tools().items():
+            if ref not in names:
+                raise _Where(server, decl.tool, _field_path(decl, fld)).error(
+                    "", f"names {ref!r}, which the server does not list (listed tools: "
+                        f"{sorted(names)})")
+
+
+def _field_path(decl: ToolDeclaration, fld: str) -> str:
+    """Where in the tool's description the field ``fld`` of ``decl`` was read."""
+    return _field_path_of(decl.source, fld)
+
+
+def _field_path_of(source: str | None, fld: str) -> str:
+    if fld == "compensation.tool" and source == "SEP-3172":
+        return "annotations.recovery.compensatingOperation.operationId"
+    if fld == "compensation.tool" and source == REFERENCE_ANNOTATION:
+        return f"annotations.{REFERENCE_ANNOTATION}"
+    key = LEGACY_META_KEY if source == "_meta.rac" else META_KEY
+    return f"_meta.{key}.{fld}"

@@ -1,0 +1,62 @@
+"""For MCP server authors: the ``_meta`` entry that tells RAC how to recover a tool.
+
+Example (FastMCP, mcp 1.x; ``meta=`` works the same on mcp 2.x's ``MCPServer``)::
+
+    from rac.mcp import recovery_meta
+
+    @app.tool(meta=recovery_meta(
+        compensation="cancel_flight", args={"booking_id": "result.booking_id"},
+        lookup={"tool": "find_bookings", "args": {"passenger": "args.passenger"},
+                "found": "result.bookings", "match": {"request_key": "key"}}))
+    def book_flight(passenger: str, dest: str, request_key: str) -> dict: ...
+
+The entry is checked when it is built, so a typo fails when the server starts, not when a
+client needs the undo. Importing :mod:`rac.mcp` costs the server nothing beyond RAC's core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from rac.mcp.declarations import META_KEY, BeforeSpec, LookupSpec, parse
+
+
+def _plain(spec: Mapping[str, Any] | LookupSpec | BeforeSpec | None) -> Any:
+    if spec is None:
+        return None
+    if isinstance(spec, LookupSpec | BeforeSpec):
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in asdict(spec).items()}
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in spec.items()}
+
+
+def recovery_meta(*, compensation: str | None = None, args: Mapping[str, str] | None = None,
+                  lookup: Mapping[str, Any] | LookupSpec | None = None,
+                  before: Mapping[str, Any] | BeforeSpec | None = None,
+                  effect: str | None = None, irreversible: bool | None = None,
+                  alternatives: Iterable[str] | None = None,
+                  meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``_meta`` of a tool declaring how RAC recovers it (see :mod:`rac.mcp.declarations`
+    for each field). ``meta`` holds other ``_meta`` entries to keep beside RAC's.
+
+    Raises :class:`rac.ConfigurationError` naming the field when a value is malformed; tool
+    names are checked against the server's tools by the client, when it lists them.
+    """
+    entry: dict[str, Any] = {}
+    if compensation is not None:
+        entry["compensation"] = {"tool": compensation, **({"args": dict(args)} if args else {})}
+    elif args:
+        entry["compensation"] = {"tool": None, "args": dict(args)}  # rejected by the check
+    if lookup is not None:
+        entry["lookup"] = _plain(lookup)
+    if before is not None:
+        entry["before"] = _plain(before)
+    if effect is not None:
+        entry["effect"] = effect
+    if irreversible is not None:
+        entry["irreversible"] = irreversible
+    if alternatives is not None:
+        entry["alternatives"] = list(alternatives)
+    parse("<this tool>", {META_KEY: entry}, {})
+    return {**dict(meta or {}), META_KEY: entry}

@@ -1,0 +1,118 @@
+"""Testing LangGraph agents under RAC without a model service: a scripted chat model, the
+travel world as LangChain tools, and the harness that runs :class:`rac.testing.AdapterConformance`
+against :class:`rac_langgraph.RACMiddleware`.
+
+The scripted model answers with predetermined messages in order and keeps every input it was
+given, so a test can assert on what the model was told::
+
+    m = scripted_model(turn(call("book_flight", passenger="ann", origin="SFO", dest="CDG")),
+                       say("Booked."))
+    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=engine)])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphInterrupt
+from pydantic import Field
+
+import rac
+from rac.testing.adapters import Step, Told, TurnResult
+from rac.testing.world import TravelWorld
+from rac_langgraph.middleware import RACMiddleware
+
+_ids = itertools.count(1)
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model that answers with the scripted messages in order and remembers every input
+    it got (``seen``: one list of messages per model call). Tools bound to it are ignored."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None,
+                   **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    """One tool call of a scripted model turn (with a fresh call id)."""
+    return {"name": name, "args": args, "id": f"call-{next(_ids)}", "type": "tool_call"}
+
+
+def turn(*calls: dict[str, Any]) -> AIMessage:
+    """A model message making ``calls`` (parallel calls when several)."""
+    return AIMessage(content="", tool_calls=list(calls), id=f"ai-{next(_ids)}")
+
+
+def say(text: str) -> AIMessage:
+    """A final model answer."""
+    return AIMessage(content=text, id=f"ai-{next(_ids)}")
+
+
+def scripted_model(*messages: AIMessage) -> ScriptedModel:
+    """A scripted model answering with ``messages``."""
+    return ScriptedModel(messages=iter(messages))
+
+
+def from_steps(script: Iterable[Step]) -> ScriptedModel:
+    """A scripted model from conformance steps (lists of ``(tool, args)`` calls, or a text)."""
+    return scripted_model(*(say(s) if isinstance(s, str)
+                            else turn(*(call(n, **a) for n, a in s)) for s in script))
+
+
+def world_tools(world: TravelWorld, names: Iterable[str] | None = None) -> list[BaseTool]:
+    """The travel world's tools as LangChain tools (all of them, or those named)."""
+    wanted = set(names) if names is not None else None
+    return [StructuredTool.from_function(fn) for fn in world.tools()
+            if wanted is None or fn.__name__ in wanted]
+
+
+def told(messages: Sequence[BaseMessage]) -> TurnResult:
+    """What the model was told in ``messages`` (a graph's final state): each tool message, by
+    the tool the model called, and the last AI message's text."""
+    asked = {c["id"]: c["name"] for m in messages if isinstance(m, AIMessage)
+             for c in m.tool_calls}  # answers are told by the call the model made
+    out = [Told(asked.get(m.tool_call_id, str(m.name)), str(m.content), m.status == "error")
+           for m in messages if isinstance(m, ToolMessage)]
+    final = next((str(m.content) for m in reversed(messages) if isinstance(m, AIMessage)),
+                 None)
+    return TurnResult(out, final)
+
+
+class ConformanceHarness:
+    """Runs a conformance turn through a ``create_agent`` agent with :class:`RACMiddleware`."""
+
+    parallel = True
+
+    def _agent(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+               agent_id: str) -> Any:
+        return create_agent(from_steps(script), world_tools(world),
+                            middleware=[RACMiddleware(rac=engine, agent_id=agent_id)])
+
+    def run_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                 agent_id: str) -> TurnResult:
+        agent = self._agent(engine, world, script, agent_id)
+        return told(agent.invoke({"messages": [("user", "Book my trip")]})["messages"])
+
+    async def arun_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        agent = self._agent(engine, world, script, agent_id)
+        out = await agent.ainvoke({"messages": [("user", "Book my trip")]})
+        return told(out["messages"])
+
+    def control_flow(self) -> BaseException:
+        return GraphInterrupt(())

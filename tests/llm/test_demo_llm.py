@@ -1,0 +1,53 @@
+"""``rac demo --llm``: the trip whose hotel undo a model finds, offline with the scripted model;
+the real-model path refuses clearly when it has no model or key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rac.cli.main import main as rac_main
+
+
+def test_demo_with_the_scripted_model_undoes_the_hotel_through_the_proposed_pair(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    assert rac_main(["demo", "--llm", "scripted", "--store", url, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "compensated"
+    assert data["world"] == {"flights": [], "hotels": [], "cars": []}
+    assert [(r["tool"], r["kind"], r["status"], r["compensates"]) for r in data["records"]] == [
+        ("book_flight", "action", "compensated", None),
+        ("book_hotel", "action", "compensated", None),
+        ("book_car", "action", "failed", None),
+        ("release_room", "compensation", "completed", 2),
+        ("cancel_flight", "compensation", "completed", 1)]
+    assert data["records"][3]["args"] == {"reservation": data["records"][1]["result"]
+                                          ["booking_id"]}
+    [pair] = data["pairs"]
+    assert (pair["tool"], pair["compensator"], pair["args"], pair["status"]) == (
+        "book_hotel", "release_room", {"reservation": "result.booking_id"}, "approved")
+
+    assert rac_main(["demo", "--llm", "scripted", "--store", url]) == 0
+    text = capsys.readouterr().out
+    assert "book_hotel HT-102 (via release_room)" in text and "release_room" in text
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({}, "--llm model needs RAC_MODEL"),
+    ({"RAC_MODEL": "openai:gpt-4o-mini"}, "needs OPENAI_API_KEY"),
+])
+def test_demo_with_a_real_model_says_what_is_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        env: dict[str, str], message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("RAC_MODEL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert rac_main(["demo", "--llm", "model", "--store", "memory://"]) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,143 @@
+"""Pairs are remembered in the log's store: a fresh engine (a restart, a recovery after a crash)
+uses the stored pair and mapping without a model; ``rac pairs`` lists them and records the
+operator's verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rac
+from rac.cli.main import main as rac_main
+from rac.resolver import LLMResolver, PairStore, ScriptedModel
+from rac.testing import TravelWorld, assert_no_live_effects
+
+from .conftest import RIGHT_MAPPING, RIGHT_PAIR
+
+Make = Callable[..., rac.RAC]
+
+# Until the stores' pairs capability is in main, the SQLite store keeps no pairs.
+pytestmark = pytest.mark.skipif(
+    not isinstance(rac.SQLiteStore(":memory:"), PairStore),
+    reason="the SQLite store does not keep compensation pairs yet (pairs capability)")
+
+
+@pytest.fixture
+def log_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'log.db'}"
+
+
+def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
+    world.fail("book_car", "permanent", times=1)
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+        run.call("book_car", driver="ann", city="Paris")
+    return failed.value.report
+
+
+def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str) -> None:
+    """A first process asks the model (both questions) and ends."""
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"), store=url)
+    assert _trip_that_fails(engine, world).clean
+    assert model.left == 0
+    engine.store.close()
+
+
+def test_a_restart_reuses_the_stored_pair_without_a_model(
+        resolver_engine: Make, world: TravelWorld, log_url: str) -> None:
+    _learn_the_pair(resolver_engine, world, log_url)
+    engine = resolver_engine(LLMResolver(None), store=log_url)  # a fresh process: no model
+    report = _trip_that_fails(engine, world)
+    assert [(u.tool, u.compensator) for u in report.compensated] == [
+        ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
+    assert_no_live_effects(world)
+
+
+def test_recovery_after_a_crash_uses_the_stored_mapping(
+        resolver_engine: Make, world: TravelWorld, log_url: str) -> None:
+    _learn_the_pair(resolver_engine, world, log_url)
+    # a process books a flight and a hotel, then dies before its run ends
+    engine = resolver_engine(LLMResolver(ScriptedModel([]), policy="auto"), store=log_url)
+    run = engine.run()
+    run._start()
+    run.call("book_flight", passenger="bob", origin="SFO", dest="CDG")
+    run.call("book_hotel", guest="bob", city="Paris", nights=1)
+    engine.store.close()
+    assert len(world.live()) == 2
+    # the recoverer has no model at all
+    recoverer = resolver_engine(LLMResolver(None), store=log_url)
+    [outcome] = recoverer.recover([run.run_id])
+    assert outcome.outcome == "compensated", outcome.report
+    assert outcome.report is not None
+    assert [u.compensator for u in outcome.report.compensated] == ["void_booking",
+                                                                   "cancel_flight"]
+    assert_no_live_effects(world)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = rac_main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_rac_pairs_lists_and_approves(resolver_engine: Make, world: TravelWorld, log_url: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="approve"), store=log_url)
+    report = _trip_that_fails(engine, world)
+    assert [u.compensator for u in report.held] == ["void_booking"]
+    engine.store.close()
+
+    code, out = _cli(capsys, "pairs", "--store", log_url, "--json")
+    assert code == 0
+    listed = {(p["tool"], p["compensator"]): p for p in json.loads(out)}
+    assert {k: (p["source"], p["status"]) for k, p in listed.items()} == {
+        ("book_hotel", "void_booking"): ("llm", "proposed"),
+        ("book_flight", "cancel_flight"): ("code", "declared"),
+        ("book_car", "cancel_car"): ("code", "declared")}
+    proposed = listed[("book_hotel", "void_booking")]
+    assert proposed["args"] == {"reference": "result.booking_id"}
+    code, out = _cli(capsys, "pairs", "--store", log_url)
+    assert code == 0 and proposed["key"] in out.splitlines()[2]  # proposed pairs come first
+
+    # a declared pair is not the operator's to approve; an unknown key is named
+    assert _cli(capsys, "pairs", "approve", listed[("book_flight", "cancel_flight")]["key"],
+                "--store", log_url)[0] == 2
+    assert _cli(capsys, "pairs", "approve", "nope", "--store", log_url)[0] == 2
+
+    code, out = _cli(capsys, "pairs", "--store", log_url, "approve", proposed["key"],
+                     "--by", "ops@example.com")
+    assert code == 0 and "approved (was proposed)" in out
+    # a fresh process, with no model, runs the held compensation
+    engine = resolver_engine(LLMResolver(None), store=log_url)
+    outcome = engine.resume(report.run_id)
+    assert outcome.status == rac.RunStatus.COMPENSATED
+    assert_no_live_effects(world)
+
+
+def test_a_rejected_pair_is_never_used(resolver_engine: Make, world: TravelWorld,
+                                       log_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR]), policy="approve"),
+                             store=log_url)
+    with engine.run() as run:
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+        run.finish()
+    engine.store.close()
+    [key] = [p["key"] for p in json.loads(_cli(capsys, "pairs", "--store", log_url,
+                                               "--json")[1]) if p["source"] == "llm"]
+    assert _cli(capsys, "pairs", "reject", key, "--store", log_url, "--json")[0] == 0
+    engine = resolver_engine(LLMResolver(ScriptedModel([])), store=log_url)
+    with engine.run() as run:
+        run.call("book_hotel", guest="bob", city="Rome", nights=1)
+        report = run.rollback()
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+
+
+def test_rac_pairs_on_an_empty_log(capsys: Any) -> None:
+    assert rac_main(["pairs", "--store", "memory://"]) == 0
+    assert "no compensation pairs" in capsys.readouterr().out

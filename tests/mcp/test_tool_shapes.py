@@ -1,0 +1,137 @@
+"""Declarations read from every shape MCP tools come in: mcp 1.x `Tool` objects, the mcp 2.x
+shape (snake_case attributes, unknown annotation keys dropped), wire dicts, and the LangChain
+tools langchain-mcp-adapters builds (plain and with `tool_name_prefix`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import rac
+import rac.mcp
+
+pytest.importorskip("mcp")
+from mcp.types import Tool, ToolAnnotations  # noqa: E402
+
+KEY = rac.mcp.META_KEY
+BOOK_META = {KEY: {"compensation": {"tool": "cancel_flight",
+                                    "args": {"booking_id": "result.booking_id"}},
+                   "alternatives": ["book_partner"]}}
+
+
+def v1_tools() -> list[Tool]:
+    """The tools as mcp 1.30's `ClientSession.list_tools()` returns them."""
+    schema = {"type": "object", "properties": {"dest": {"type": "string"}}}
+    return [
+        Tool(name="book_flight", inputSchema=schema, _meta=BOOK_META,  # type: ignore[call-arg]
+             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False)),
+        Tool(name="book_partner", inputSchema=schema,
+             annotations=ToolAnnotations(**{"x-compensation-pair": "cancel_flight"})),
+        Tool(name="cancel_flight", inputSchema=schema,
+             annotations=ToolAnnotations(destructiveHint=True, idempotentHint=True)),
+        Tool(name="search", inputSchema=schema, annotations=ToolAnnotations(readOnlyHint=True)),
+    ]
+
+
+# mcp 2.x cannot be installed beside this workspace's pins (crewai and semantic-kernel need
+# mcp < 2): its shape is built here as its types present it. Attributes are snake_case,
+# `_meta` is `meta`, and `ToolAnnotations` keeps only the fields it knows.
+@dataclass
+class V2ToolAnnotations:
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+@dataclass
+class V2Tool:
+    name: str
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    annotations: V2ToolAnnotations | None = None
+    meta: dict[str, Any] | None = None
+    title: str | None = None
+    description: str | None = None
+
+
+def v2_tools() -> list[V2Tool]:
+    return [
+        V2Tool("book_flight", meta=BOOK_META,
+               annotations=V2ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+        # x-compensation-pair was dropped by 2.x's ToolAnnotations: only _meta carries it now
+        V2Tool("book_partner", meta={KEY: {"compensation": "cancel_flight"}}),
+        V2Tool("cancel_flight", annotations=V2ToolAnnotations(destructive_hint=True,
+                                                              idempotent_hint=True)),
+        V2Tool("search", annotations=V2ToolAnnotations(read_only_hint=True)),
+    ]
+
+
+def langchain_tools(prefix: bool = False) -> list[Any]:
+    pytest.importorskip("langchain_mcp_adapters")
+    from langchain_mcp_adapters.tools import convert_mcp_tool_to_langchain_tool
+
+    connection: Any = {"transport": "stdio", "command": "unused", "args": []}
+    return [convert_mcp_tool_to_langchain_tool(None, t, connection=connection,
+                                               server_name="travel", tool_name_prefix=prefix)
+            for t in v1_tools()]
+
+
+SHAPES = {
+    "mcp 1.x Tool": v1_tools,
+    "mcp 2.x Tool": v2_tools,
+    "wire dicts": lambda: [t.model_dump(by_alias=True, exclude_none=True) for t in v1_tools()],
+    "langchain-mcp-adapters": langchain_tools,
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("trusted", [False, True])
+def test_every_shape_gives_the_same_declarations(shape: str, trusted: bool) -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    found = engine.register_mcp_tools(SHAPES[shape](), server="travel", trusted=trusted)
+    assert engine.registry.pairs["book_flight"] == rac.Compensation(
+        tool="cancel_flight", args={"booking_id": "result.booking_id"})
+    assert engine.registry.pairs["book_partner"].tool == "cancel_flight"
+    assert engine.registry.alternatives == {"book_flight": ["book_partner"]}
+    if trusted:
+        assert engine.registry.read_only == {"search"}
+        assert found.effects == {"search": "read_only", "cancel_flight": "idempotent"}
+    else:  # hints that would make RAC less careful are not taken from an untrusted server
+        assert engine.registry.read_only == set()
+        assert found.claims_read_only == ["search"]
+        assert found.effects == {}
+
+
+def test_langchain_tools_with_a_server_prefix_are_registered_under_their_names() -> None:
+    tools = langchain_tools(prefix=True)
+    assert [t.name for t in tools][:2] == ["travel_book_flight", "travel_book_partner"]
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine.register_mcp_tools(tools, server="travel", names=rac.mcp.NameMap.prefixed("travel"))
+    assert engine.registry.pairs["travel_book_flight"].tool == "travel_cancel_flight"
+    assert engine.registry.alternatives == {"travel_book_flight": ["travel_book_partner"]}
+
+
+def test_name_maps_for_frameworks_that_rename() -> None:
+    sk = rac.mcp.NameMap.semantic_kernel("travel")
+    assert sk.framework_name("book flight/v2") == "travel-book-flight-v2"
+
+    @dataclass
+    class CrewTool:  # CrewAI's MCPNativeTool keeps the MCP name beside its own
+        name: str
+        original_tool_name: str
+
+    crew = rac.mcp.NameMap.from_tools([CrewTool("srv_book_flight", "book_flight"),
+                                       CrewTool("srv_cancel_flight", "cancel_flight")])
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine.register_mcp_tools(v1_tools(), server="srv", names=crew)
+    assert engine.registry.pairs["srv_book_flight"].tool == "srv_cancel_flight"
+    assert crew.mcp_name("srv_book_flight") == "book_flight"
+
+
+def test_something_that_is_not_an_mcp_tool_is_an_error() -> None:
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with pytest.raises(rac.ConfigurationError, match="MCP server 'travel': cannot read int"):
+        engine.register_mcp_tools([3], server="travel")

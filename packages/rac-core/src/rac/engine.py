@@ -326,6 +326,13 @@ class RAC:
 
         return resume(self, run_id)
 
+    def resolve(self, run_id: str, seq: int, *, note: str, by: str | None = None) -> Any:
+        """Record that a person settled what a rollback left live (see
+        :func:`rac.recovery.resolve`); returns the run's :class:`rac.RunInfo`."""
+        from rac.recovery import resolve
+
+        return resolve(self, run_id, seq, note=note, by=by)
+
     async def aresume(self, run_id: str) -> Any:
         """Async :meth:`resume`."""
         from rac.recovery import aresume

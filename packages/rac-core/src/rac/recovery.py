@@ -324,6 +324,51 @@ async def _recover_one_async(engine: RAC, run_id: str, statuses: Iterable[RunSta
         return _failed(engine, run_id, e)
 
 
+# -- an operator's resolution ----------------------------------------------------------------------
+def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = None) -> RunInfo:
+    """Record that a person settled an action a rollback left live (a dead letter, a call in
+    doubt, an effect that could not be undone): the record becomes ``resolved`` with who and
+    why, and once nothing of the run may be live any more, the run leaves ``needs_attention``
+    for ``resolved``. Returns the run as the log now holds it.
+
+    Raises KeyError for an unknown run or seq, and :class:`rac.errors.RACError` for a record
+    that is not live (there is nothing to resolve) or an empty note."""
+    import getpass
+
+    from rac.lifecycle import check_record, may_be_live
+    from rac.serialize import redact_text
+
+    if not note.strip():
+        raise RACError("a resolution needs a note saying what was done (--note)")
+    info = engine.store.get_run(run_id)
+    if info is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    records = engine.store.get_records(run_id)
+    rec = next((r for r in records if r.seq == seq), None)
+    if rec is None:
+        raise KeyError(f"run {run_id} has no record #{seq}")
+    if not may_be_live(rec):
+        raise RACError(f"{run_id}#{seq} ({rec.tool}) is {rec.status}: nothing of it is live, "
+                       "there is nothing to resolve")
+    check_record(rec, rec.status, RecordStatus.RESOLVED)
+    who = by or getpass.getuser()
+    now = engine.clock.now()
+    text = redact_text(f"resolved by {who}: {note.strip()}")[:2000]
+    engine.store.update_record(run_id, seq, status=RecordStatus.RESOLVED, note=text,
+                               updated_at=now)
+    emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
+         status="resolved", by=who)
+    rec.status = RecordStatus.RESOLVED
+    if info.status is RunStatus.NEEDS_ATTENTION and not any(may_be_live(r) for r in records):
+        engine.store.update_run(run_id, status=RunStatus.RESOLVED, updated_at=now,
+                                summary=f"resolved by {who}")
+        emit("rac.run", run_id=run_id, status=str(RunStatus.RESOLVED),
+             previous=str(RunStatus.NEEDS_ATTENTION))
+    updated = engine.store.get_run(run_id)
+    assert updated is not None
+    return updated
+
+
 # -- carrying a run on from its log --------------------------------------------------------------
 class ReplayRun(Run):
     """A live run reopened from its log (see :func:`continue_run`).
@@ -408,4 +453,4 @@ def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEA
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "UNFINISHED", "RecoveredRun", "ReplayRun", "arecover",
            "aresume", "continue_run", "find_unfinished", "is_abandoned", "owner_is_dead",
-           "rebuild", "recover", "resume"]
+           "rebuild", "recover", "resolve", "resume"]

@@ -128,9 +128,11 @@ def test_a_plugin_may_take_a_subset_of_the_arguments(make_engine: Any) -> None:
     assert seen == [{"x": 3}]
 
 
-def _crash_then_recover(tmp_path: Path, store_url: str, big: bool) -> tuple[list[Any], Any]:
+def _crash_then_recover(tmp_path: Path, store_url: str, big: bool,
+                        fail_first: bool = False) -> tuple[list[Any], Any]:
     got: list[Any] = []
     token = "tok-PLANTED-5e6f"
+    failing = [fail_first]
 
     def book(who: str) -> dict[str, Any]:
         result: dict[str, Any] = {"booking_id": f"BK-{who}", "cancel_token": token}
@@ -139,6 +141,8 @@ def _crash_then_recover(tmp_path: Path, store_url: str, big: bool) -> tuple[list
         return result
 
     def cancel(booking_id: str, cancel_token: str) -> dict[str, Any]:
+        if failing[0]:
+            raise rac.PermanentError("the cancel service is down")
         got.append((booking_id, cancel_token))
         return {"cancelled": booking_id}
 
@@ -158,14 +162,31 @@ def _crash_then_recover(tmp_path: Path, store_url: str, big: bool) -> tuple[list
     first.store.close()
     second = engine()
     [out] = second.recover([run.run_id])
-    shown = second.store.get_records(run.run_id)[0]
     second.store.close()
+    if fail_first:  # a dead letter: fixed, then resumed by yet another process
+        assert out.outcome == "needs_attention"
+        failing[0] = False
+        third = engine()
+        out = third.resume(run.run_id)
+        third.store.close()
+    last = engine()
+    shown = last.store.get_records(run.run_id)[0]
+    last.store.close()
     return got, (out, shown, token)
 
 
 @pytest.mark.parametrize("big", [False, True])
-def test_undo_data_survives_a_restart_exactly(tmp_path: Path, big: bool) -> None:
-    got, (out, shown, token) = _crash_then_recover(tmp_path, f"sqlite:///{tmp_path}/log.db", big)
+@pytest.mark.parametrize("fail_first", [False, True], ids=["recover", "resume"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_undo_data_survives_a_restart_exactly(tmp_path: Path, big: bool, fail_first: bool,
+                                              kind: str) -> None:
+    from tests.reliability.support import drop, store_url
+
+    url = store_url(kind, tmp_path)
+    try:
+        got, (out, shown, token) = _crash_then_recover(tmp_path, url, big, fail_first)
+    finally:
+        drop(url)
     assert out.outcome == "compensated"
     assert got == [("BK-ann", token)]  # the exact secret and id, not "[REDACTED]" or a hash
     assert token not in repr(shown.result)  # what is shown stays redacted

@@ -31,20 +31,29 @@ class Setup:
     scenario: Scenario
     fault_class: FaultClass
     seed: int
+    variant: str
     clock: VirtualClock
     world: World
     layer: FaultLayer
     tools: dict[str, Callable[..., Any]]
 
 
-def make_setup(scenario: Scenario, fault_class: FaultClass, seed: int) -> Setup:
-    """Build the world and the fault layer for ``seed``; same schedule for every approach."""
+def make_setup(scenario: Scenario, fault_class: FaultClass, seed: int,
+               variant: str = "plain") -> Setup:
+    """Build the world and the fault layer for ``seed``; same schedule for every approach.
+
+    ``variant`` ``keyed`` lets the world's ``keyed_tools`` accept an idempotency key; ``plain``
+    (the default) offers no tool a key."""
+    if variant not in ("plain", "keyed"):
+        raise ValueError(f"unknown world variant {variant!r}: use 'plain' or 'keyed'")
     clock = VirtualClock()
     world = scenario.make_world(clock)
+    keyed = world.keyed_tools if variant == "keyed" else frozenset()
     layer = FaultLayer(fault_class.rules(scenario, world), seed=seed, scenario=scenario.key,
-                       clock=clock)
+                       clock=clock, keyed=frozenset(keyed))
     world.idempotency_key = lambda: layer.current_key
-    return Setup(scenario, fault_class, seed, clock, world, layer,
+    world.ledger.counter = layer.stats
+    return Setup(scenario, fault_class, seed, variant, clock, world, layer,
                  layer.wrap_all(world.tools()))
 
 
@@ -58,6 +67,11 @@ class RunResult:
     log: LogView | None = None
     planning_calls: int = 0
     crashed: str | None = None
+    #: the run ended saying the world is as it was (RAC's ``compensated``, a reference rollback
+    #: that returned, a saga or a prompted model that says it undid everything)
+    claims_clean: bool = False
+    #: tool calls (the fault layer's numbers) whose effects the agent was told are undone
+    claimed_undone: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -85,12 +99,18 @@ class Approach(Protocol):
         ...
 
 
+def error_text(e: BaseException) -> str:
+    """A tool error as a model sees it: its type and its text (what LangChain's tool node and
+    most agent loops put into the tool message)."""
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
 def bare_execute(setup: Setup, call: Call) -> Observation:
     """Call a tool directly, as an agent with no safety net does; errors come back as text."""
     try:
         value = setup.tools[call.tool](**call.args)
     except Exception as e:  # noqa: BLE001 - every tool error is an observation
-        return Observation(False, error=str(e) or type(e).__name__)
+        return Observation(False, error=error_text(e))
     return Observation(True, value=value)
 
 
@@ -112,4 +132,10 @@ def run_bare_policy(policy: ReActPolicy, setup: Setup) -> RunResult:
     end = drive(policy, setup, lambda c: bare_execute(setup, c))
     if isinstance(end, Finish):
         return RunResult(GOAL, policy.steps)
-    return RunResult(ABORT, policy.steps, report=getattr(end, "reason", ""))
+    reason = getattr(end, "reason", "")
+    if policy.self_undo and policy.left:
+        # it tells the user what it could not undo (its report names the tools and ids)
+        return RunResult(ATTENTION, policy.steps,
+                         report=reason + "; still live: " + "; ".join(policy.left))
+    # A prompted model told to undo what it did ends saying it has cleaned up (from memory).
+    return RunResult(ABORT, policy.steps, report=reason, claims_clean=policy.self_undo)

@@ -165,15 +165,21 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
     world = setup.world
     policy = ReActPolicy(setup.scenario, world, setup.seed, p_forget=p_forget)
     report_text = ""
+    told: set[int] = set()
+    claims_clean = False
     with engine.run(run_id=run_id, tools=tools) as run:
         def invoke(name: str, args: dict[str, Any]) -> Any:
             return setup.tools[name](**args)
 
         def execute(call: Call) -> Observation:
+            first = setup.layer.stats.tool_calls + 1
             with run.scope():
                 out = run.execute(call.tool, call.args, invoke)
             if out.ok:
                 return Observation(True, value=out.result)
+            if out.report is not None and out.report.clean:
+                # RAC told the agent this step is undone and the world is back
+                told.update(range(first, setup.layer.stats.tool_calls + 1))
             return Observation(False, error=str(out.error or out.message), undone=True,
                                report=out.message or "")
 
@@ -181,9 +187,12 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
         if isinstance(end, Abort):
             report = run.rollback(reason=end.reason, scope="0")
             report_text = engine.render(report)
+            claims_clean = report.clean
     records = engine.store.get_records(run.run_id)
     status = {rac.RunStatus.COMPLETED: GOAL, rac.RunStatus.COMPENSATED: ABORT,
               rac.RunStatus.NEEDS_ATTENTION: ATTENTION}.get(run.status, str(run.status))
     if isinstance(end, Finish) and run.status is rac.RunStatus.COMPLETED:
         status = GOAL
-    return RunResult(status, policy.steps, report=report_text, log=log_view(world, records))
+    claims_clean = claims_clean or run.status is rac.RunStatus.COMPENSATED
+    return RunResult(status, policy.steps, report=report_text, log=log_view(world, records),
+                     claims_clean=claims_clean, claimed_undone=told)

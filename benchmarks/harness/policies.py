@@ -92,6 +92,8 @@ class ReActPolicy:
     _tries: int = 0
     _undo_queue: list[Memory] | None = None
     _abort_reason: str = ""
+    #: what it tried to undo and could not (it saw the error), or knows it cannot undo
+    left: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"policy:{self.seed}:{self.scenario.key}")
@@ -173,16 +175,20 @@ class ReActPolicy:
                 and looks_transient(last.error) and self._tries < self.retries:
             self._tries += 1
             return self._pending
+        if last is not None and self._pending is not None and not last.ok:
+            self.left.append(f"{self._pending.tool} {self._pending.args} failed: {last.error}")
         if not self._undo_queue:
             self._pending = None
             return Abort(self._abort_reason)
         mem = self._undo_queue.pop(0)
         spec = self.world.compensations.get(mem.tool)
-        if spec is None:  # irreversible: nothing to do
+        if spec is None:  # irreversible: nothing to do, but it says so
+            self.left.append(f"{mem.tool} cannot be undone")
             return self._next_undo(None)
         try:
             args = spec.build(mem.args, mem.result)
         except (KeyError, TypeError):  # the result it remembers lacks the id: cannot undo it
+            self.left.append(f"{mem.tool} has no id to undo it by")
             return self._next_undo(None)
         if self.rng.random() < self.p_misread:
             args = {k: self._misread(v) for k, v in args.items()}

@@ -111,6 +111,12 @@ class FunctionCallFilter:
         self.runs: InvocationRuns = runs_of(engine)
         self._kernels: dict[int, _KernelState] = {}
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> FunctionCallFilter:
+        """Itself: ``Kernel.clone()`` deep-copies its filter lists (a handoff orchestration
+        clones each agent's kernel), and the clone must keep RAC's engine and state, not
+        copies of them."""
+        return self
+
     # -- per-kernel state ---------------------------------------------------------------------
     def prepare(self, kernel: Kernel) -> _KernelState:
         """Check and adopt the engine's declarations for ``kernel``'s functions (now, and again

@@ -178,13 +178,18 @@ class FunctionCallFilter:
         name = functions.logged.get(full, full)
         call = ctx.function_call_content
         base = ctx.arguments
-        requested = dict(call.to_kernel_arguments() or {}) if call is not None else dict(base)
+        # The function's own arguments: SK has parsed the model's call into ctx.arguments (on
+        # top of the invocation's arguments, which the function does not take).
+        params = functions.params.get(name)
+        requested = {p: base[p] for p in params if p in base} if params is not None \
+            else dict(base)
         answered: list[FunctionResult | None] = [None]
 
         async def through_filters(args: dict[str, Any]) -> Any:
-            call_args = copy(base)
-            call_args.update(args)
-            ctx.arguments = call_args
+            if args != requested:  # RAC changed them (an idempotency key): SK's copy, updated
+                call_args = copy(base)  # (copying and assigning cost ~15 µs: not on every call)
+                call_args.update(args)
+                ctx.arguments = call_args
             slot: list[Any] = [full, None]
             token = _RAISED.set(slot)
             try:

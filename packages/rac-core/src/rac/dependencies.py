@@ -136,8 +136,8 @@ class DependencyIndex:
 
         ``fields``, when given, are the only result fields whose values count (an empty list:
         none). ``flat_args`` is accepted for compatibility and ignored."""
-        given = set(argument_values(args)) if args else set()
-        given |= self._inputs
+        own = set(argument_values(args)) if args else ()
+        inputs = self._inputs
         producers = self._producers
         if fields is not None:
             data = as_fields(result)
@@ -145,21 +145,22 @@ class DependencyIndex:
                 return
             for f in fields:
                 v = data.get(f)
-                if isinstance(v, str | int) and not isinstance(v, bool) and v not in given:
+                if isinstance(v, str | int) and not isinstance(v, bool) and v not in own \
+                        and v not in inputs:
                     producers.setdefault(v, (seq, None))
             return
         if type(result) is dict:
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers and v not in given:
+                    if v not in producers and v not in own and v not in inputs:
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
             else:
                 return
         for value in result_ids(result):
-            if value not in given:
+            if value not in own and value not in inputs:
                 producers.setdefault(value, (seq, None))
 
     def forget(self, seqs: Iterable[int]) -> None:

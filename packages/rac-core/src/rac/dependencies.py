@@ -101,9 +101,21 @@ def first_result_id(result: Any) -> Any:
     return ids[0] if ids else None
 
 
-def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
-    """Every scalar in a call's arguments, nested ones included."""
-    stack: list[Any] = list(args.values())
+def argument_values(args: Mapping[str, Any]) -> list[Any]:
+    """Every string and integer in a call's arguments, nested ones included (booleans are
+    not integers here). The common case, a flat dict of scalars, is read in one pass."""
+    out: list[Any] = []
+    stack: list[Any] | None = None
+    for v in args.values():
+        t = type(v)
+        if t is str or t is int:
+            out.append(v)
+        elif v is None or t is float or t is bool:
+            continue
+        else:
+            if stack is None:
+                stack = []
+            stack.append(v)
     while stack:
         v = stack.pop()
         if isinstance(v, Mapping):
@@ -111,7 +123,8 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
         elif isinstance(v, list | tuple):
             stack.extend(v)
         elif isinstance(v, str | int) and not isinstance(v, bool):
-            yield v
+            out.append(v)
+    return out
 
 
 class DependencyIndex:
@@ -136,7 +149,7 @@ class DependencyIndex:
 
         ``fields``, when given, are the only result fields whose values count (an empty list:
         none). ``flat_args`` is accepted for compatibility and ignored."""
-        own = set(argument_values(args)) if args else ()
+        own = set(argument_values(args)) if args else set()
         inputs = self._inputs
         producers = self._producers
         if fields is not None:
@@ -183,7 +196,7 @@ class DependencyIndex:
     def dependencies(self, args: Mapping[str, Any]) -> list[int]:
         """Seqs of the calls whose ids appear in ``args``; the values of ``args`` are
         remembered as inputs of the run (no later call produces them)."""
-        values = list(argument_values(args))
+        values = argument_values(args)
         found = {seq for v in values if v in self._producers
                  for seq in [self._producer(v)] if seq is not None}
         if len(self._inputs) < 100_000:

@@ -115,7 +115,8 @@ class LLMResolver:
     @hookimpl
     def rac_map_compensation_args(
             self, engine: RAC, record: Record, compensation: Compensation, tool: Tool | None,
-            args: dict[str, Any], result: Any, idempotency_key: str) -> dict[str, Any] | None:
+            args: dict[str, Any], result: Any, idempotency_key: str,
+            before: Any = None) -> dict[str, Any] | None:
         if tool is None:
             return None  # RAC says the compensator is not available
         try:
@@ -126,7 +127,7 @@ class LLMResolver:
         try:
             return map_arguments(compensation, tool=record.tool, args=args, result=result,
                                  params=tool.params, required=tool.required,
-                                 idempotency_key=idempotency_key)
+                                 idempotency_key=idempotency_key, before=before)
         except CompensationMappingError as own:
             if compensation.args is not None:
                 raise  # a declared (or stored) mapping is the authority: never overridden

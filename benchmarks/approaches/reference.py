@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, LogView, RunResult, Setup, drive
+from benchmarks.approaches.base import (
+    ABORT,
+    ATTENTION,
+    GOAL,
+    LogView,
+    RunResult,
+    Setup,
+    drive,
+    error_text,
+)
 from benchmarks.harness.clock import VirtualClock
 from benchmarks.harness.policies import Abort, Call, Finish, Observation, ReActPolicy
 from benchmarks.worlds.base import CompSpec, World
@@ -104,13 +113,18 @@ class Reference:
         middleware, wrapped = build_middleware(setup.world, setup.tools)
         policy = ReActPolicy(setup.scenario, setup.world, setup.seed)
         report = ""
+        told: set[int] = set()
+        claims_clean = False
 
         def execute(call: Call) -> Observation:
             try:
                 out = wrapped[call.tool].func(**call.args)
             except Exception as e:  # noqa: BLE001 - untracked tools re-raise
-                return Observation(False, error=str(e))
+                return Observation(False, error=error_text(e))
             if isinstance(out, str) and ROLLBACK_MARK in out:
+                if "ROLLBACK EXECUTED" in out:
+                    # it tells the agent every action so far was cancelled
+                    told.update(range(1, setup.layer.stats.tool_calls + 1))
                 return Observation(False, error=out, undone=True, report=out,
                                    reset="ROLLBACK EXECUTED" in out)
             if not isinstance(out, dict | list):
@@ -124,8 +138,10 @@ class Reference:
                 try:
                     middleware.rollback()
                     report = end.reason
+                    claims_clean = True  # its rollback returned: it reports the actions undone
                 except Exception as e:  # noqa: BLE001 - its rollback raises on failures
                     report = f"{end.reason}; rollback: {e}"
                     status = ATTENTION
         return RunResult(status, policy.steps, report=report,
-                         log=reference_log_view(setup.world, middleware))
+                         log=reference_log_view(setup.world, middleware),
+                         claims_clean=claims_clean, claimed_undone=told)

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, LogView, RunResult, Setup
+from benchmarks.approaches.base import (
+    ABORT,
+    ATTENTION,
+    GOAL,
+    LogView,
+    RunResult,
+    Setup,
+    error_text,
+)
 from benchmarks.harness.clock import POLICY_STEP_S
 from benchmarks.harness.errors import looks_transient
 from benchmarks.harness.scenario import Option
@@ -40,7 +48,7 @@ class SagaPlanning:
             try:
                 return True, setup.tools[tool](**args), ""
             except Exception as e:  # noqa: BLE001 - the saga sees errors as text
-                err = str(e)
+                err = error_text(e)
                 if not looks_transient(err):
                     break
         return False, None, err
@@ -50,6 +58,7 @@ class SagaPlanning:
         excluded: set[tuple[str, str]] = set()
         steps = plans = 0
         log = LogView()
+        told: set[int] = set()
         left: list[str] = []
         reason = ""
         while plans <= self.replans:
@@ -89,7 +98,8 @@ class SagaPlanning:
                 failed = True
                 break
             if not failed:
-                return RunResult(GOAL, steps, log=log, planning_calls=plans)
+                return RunResult(GOAL, steps, log=log, planning_calls=plans,
+                                 claimed_undone=told)
             left = []
             for step in reversed(executed):
                 spec = setup.world.compensations.get(step.tool)
@@ -112,8 +122,9 @@ class SagaPlanning:
                     left.append(f"{step.tool} (undo via {spec.tool} failed: {err})")
             if left:
                 break
+            told.update(range(1, setup.layer.stats.tool_calls + 1))  # it believes all undone
             if reason.startswith("no way left"):
                 break
         report = reason + ("; still live: " + ", ".join(left) if left else "")
         return RunResult(ATTENTION if left else ABORT, steps, report=report, log=log,
-                         planning_calls=plans)
+                         planning_calls=plans, claims_clean=not left, claimed_undone=told)

@@ -11,25 +11,30 @@ from benchmarks.harness.stats import mean, wilson
 
 Row = dict[str, Any]
 #: classes where the mechanism has to do real recovery work (for the policy-step comparison)
-FAULT_HEAVY = ("transient", "ambiguous", "misleading", "permanent_alt", "comp_transient")
+FAULT_HEAVY = ("transient", "garbled", "ambiguous_first", "misleading", "permanent_alt",
+               "comp_transient")
 UNSOLVABLE = ("unsolvable", "comp_transient")
 
 
-def _clean_baseline(rows: list[Row]) -> dict[tuple[str, str, int], Row]:
-    return {(r["approach"], r["scenario"], r["seed"]): r for r in rows if r["cls"] == "clean"}
+def _clean_baseline(rows: list[Row]) -> dict[tuple[str, str, str, int], Row]:
+    return {(r["approach"], r["scenario"], r["variant"], r["seed"]): r for r in rows
+            if r["cls"] == "clean"}
 
 
-def summarise(rows: list[Row], baseline: dict[tuple[str, str, int], Row]) -> dict[str, Any]:
+def summarise(rows: list[Row],
+              baseline: dict[tuple[str, str, str, int], Row]) -> dict[str, Any]:
     """Figures for one group of runs."""
     n = len(rows)
-    residual = sum(1 for r in rows if r["violations"]["I1"])
+    residual = sum(1 for r in rows if r["outcome"] == "residual")
+    false_clean = sum(1 for r in rows if r["false_clean"])
     lo, hi = wilson(residual, n)
+    flo, fhi = wilson(false_clean, n)
     goal_rows = [r for r in rows if r["expected"] == "goal"]
     unsolv = [r for r in rows if r["cls"] in UNSOLVABLE]
     attention = [r for r in rows if r["expected"] == ATTENTION]
     extra_calls, extra_steps = [], []
     for r in rows:
-        base = baseline.get((r["approach"], r["scenario"], r["seed"]))
+        base = baseline.get((r["approach"], r["scenario"], r["variant"], r["seed"]))
         if base is not None and r["cls"] != "clean":
             extra_calls.append(r["tool_calls"] - base["tool_calls"])
             extra_steps.append(r["policy_steps"] - base["policy_steps"])
@@ -39,6 +44,19 @@ def summarise(rows: list[Row], baseline: dict[tuple[str, str, int], Row]) -> dic
         "residual_runs": residual,
         "residual_rate": round(residual / n, 4) if n else 0.0,
         "residual_ci95": [round(lo, 4), round(hi, 4)],
+        "silent_residual_runs": sum(1 for r in rows if r["silent_residual"]),
+        "false_clean_runs": false_clean,
+        "false_clean_rate": round(false_clean / n, 4) if n else 0.0,
+        "false_clean_ci95": [round(flo, 4), round(fhi, 4)],
+        "equivalent_clean_runs": sum(1 for r in rows if r["outcome"] == "equivalent_clean"),
+        "clean_runs": sum(1 for r in rows if r["outcome"] == "clean"),
+        "compensated_runs": sum(1 for r in rows if r["compensations"] > 0),
+        "needed_compensation_runs": sum(1 for r in rows if r["needed_compensation"]),
+        "needed_compensation_share": round(
+            sum(1 for r in rows if r["needed_compensation"]) / n, 4) if n else 0.0,
+        "compensations": sum(r["compensations"] for r in rows),
+        "unundoable_runs": sum(1 for r in rows if r["unundoable"]),
+        "ledger_diff_disagreements": sum(1 for r in rows if r["disagreements"]),
         "violations": {k: sum(1 for r in rows if r["violations"][k]) for k in INVARIANTS},
         "runs_violating_any": sum(1 for r in rows if any(r["violations"].values())),
         "goal_completion": round(mean([1.0 if r["goal_met"] else 0.0 for r in goal_rows]), 4)
@@ -57,18 +75,35 @@ def summarise(rows: list[Row], baseline: dict[tuple[str, str, int], Row]) -> dic
     }
 
 
+#: the counts kept per (world, fault class, variant)
+CELL_KEYS = ("runs", "residual_runs", "silent_residual_runs", "false_clean_runs",
+             "equivalent_clean_runs", "clean_runs", "compensated_runs",
+             "needed_compensation_runs", "compensations", "unundoable_runs",
+             "ledger_diff_disagreements", "policy_steps", "goal_completion")
+
+
+def _short(s: dict[str, Any]) -> dict[str, Any]:
+    return {k: s[k] for k in CELL_KEYS}
+
+
 def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
     """``approaches``, ``by_class``, ``by_world`` and the examples of violations."""
     baseline = _clean_baseline(rows)
     by_app: dict[str, list[Row]] = defaultdict(list)
     by_cls: dict[tuple[str, str], list[Row]] = defaultdict(list)
     by_world: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    by_variant: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for r in rows:
         by_app[r["approach"]].append(r)
         by_cls[(r["approach"], r["cls"])].append(r)
         by_world[(r["approach"], r["world"])].append(r)
+        by_variant[(r["approach"], r["variant"])].append(r)
+        by_cell[(r["approach"], f"{r['world']}/{r['cls']}/{r['variant']}")].append(r)
     names = [a for a in approach_order if a in by_app]
-    out: dict[str, Any] = {"approaches": {}, "by_class": {}, "by_world": {}, "examples": {}}
+    out: dict[str, Any] = {"approaches": {}, "by_class": {}, "by_world": {}, "by_variant": {},
+                           "by_world_class_variant": {}, "examples": {},
+                           "false_clean_examples": {}}
     for a in names:
         s = summarise(by_app[a], baseline)
         heavy = [r for r in by_app[a] if r["cls"] in FAULT_HEAVY]
@@ -78,6 +113,14 @@ def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
                               if ap == a}
         out["by_world"][a] = {w: summarise(v, baseline) for (ap, w), v in by_world.items()
                               if ap == a}
+        out["by_variant"][a] = {w: summarise(v, baseline) for (ap, w), v in by_variant.items()
+                                if ap == a}
+        out["by_world_class_variant"][a] = {
+            c: _short(summarise(v, baseline)) for (ap, c), v in sorted(by_cell.items())
+            if ap == a}
+        out["false_clean_examples"][a] = [
+            f"{r['scenario']} [{r['cls']}/{r['variant']}] seed {r['seed']}: live "
+            + ", ".join(r["live"]) for r in by_app[a] if r["false_clean"]][:3]
         ex: dict[str, str] = {}
         for r in by_app[a]:
             for k, msg in r["violations"].items():

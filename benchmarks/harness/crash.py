@@ -33,17 +33,21 @@ import rac
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, Episode, RunResult, make_setup
 from benchmarks.approaches.rac_engine import RETRY, ResultSchema, drive_under_rac, log_view
 from benchmarks.harness import catalog
+from benchmarks.harness.classify import classify
 from benchmarks.harness.invariants import INVARIANTS, check
 from benchmarks.worlds.base import CompSpec, World
 from rac.demo.crash import CRASH_EXIT_CODE, CrashPlugin
 
-#: (scenario, fault class, seeds in quick mode, seeds in full mode)
-CASES: list[tuple[str, str, int, int]] = [
-    ("travel/trip_budget", "clean", 1, 1),
-    ("travel/trip_budget", "unsolvable", 1, 1),
-    ("travel/trip_budget", "comp_transient", 1, 4),
-    ("travel/trip_budget", "transient", 1, 4),
-    ("travel/group_of_3", "unsolvable", 1, 1),
+#: (scenario, fault class, world variant, seeds in quick mode, seeds in full mode)
+CASES: list[tuple[str, str, str, int, int]] = [
+    ("travel/trip_budget", "clean", "keyed", 0, 1),
+    ("travel/trip_budget", "unsolvable", "keyed", 1, 1),
+    ("travel/trip_budget", "comp_transient", "keyed", 1, 4),
+    ("travel/trip_budget", "transient", "keyed", 1, 4),
+    ("travel/group_of_3", "unsolvable", "keyed", 0, 1),
+    # no tool takes a key: an in-doubt call cannot be looked up after the crash
+    ("travel/trip_budget", "unsolvable", "plain", 1, 1),
+    ("travel/group_of_3", "unsolvable", "plain", 1, 1),
 ]
 ACTION_KEY = "action_key"
 _SKIP = ("clock", "idempotency_key", "once")
@@ -128,13 +132,16 @@ def _keyed_compensator(world: World, forward: str, spec: CompSpec, idfield: str,
 
 
 def _engine(world: World, tools: dict[str, Callable[..., Any]], url: str, clock: Any,
-            plugins: list[Any]) -> tuple[rac.RAC, list[rac.Tool]]:
+            plugins: list[Any], variant: str) -> tuple[rac.RAC, list[rac.Tool]]:
     comps: dict[str, rac.Compensation] = {}
     tools = dict(tools)
     for fwd, spec in world.compensations.items():
         idfield = world.effect_field[fwd]
-        comps[fwd] = rac.Compensation(tool=spec.tool, args=_keyed_mapper(spec, idfield))
-        tools[spec.tool] = _keyed_compensator(world, fwd, spec, idfield, tools[spec.tool])
+        if variant == "keyed" and fwd in world.keyed_tools:
+            comps[fwd] = rac.Compensation(tool=spec.tool, args=_keyed_mapper(spec, idfield))
+            tools[spec.tool] = _keyed_compensator(world, fwd, spec, idfield, tools[spec.tool])
+        else:  # nothing to look an in-doubt call up by: the declared paths only
+            comps[fwd] = rac.Compensation(tool=spec.tool, args=dict(spec.params))
     rtools = [rac.Tool.from_function(fn, name=name) for name, fn in tools.items()]
     engine = rac.RAC(compensations=comps, alternatives=world.alternatives,
                      read_only=world.read_only, retry=RETRY, store=url, clock=clock,
@@ -147,28 +154,31 @@ def _undo_names(world: World) -> dict[str, str]:
     return {fwd: spec.tool for fwd, spec in world.compensations.items()}
 
 
-def _run_to_point(scenario: str, cls: str, seed: int, n: int, db: Path,
+def _run_to_point(scenario: str, cls: str, variant: str, seed: int, n: int, db: Path,
                   world_file: Path) -> list[str]:
     """Run the episode under RAC; end the process at the n-th point (n=0: trace only)."""
-    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed)
+    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed,
+                       variant)
     plugin = NthPoint(n, _undo_names(setup.world))
     make_durable(setup.world, world_file, plugin)
     save_world(setup.world, world_file)
-    engine, tools = _engine(setup.world, setup.tools, f"sqlite:///{db}", setup.clock, [plugin])
-    drive_under_rac(engine, setup, f"{scenario}:{cls}:{seed}", tools)
+    engine, tools = _engine(setup.world, setup.tools, f"sqlite:///{db}", setup.clock, [plugin],
+                            variant)
+    drive_under_rac(engine, setup, f"{scenario}:{cls}:{variant}:{seed}", tools)
     engine.store.close()
     save_world(setup.world, world_file)
     return plugin.seen
 
 
-def _recover_and_check(scenario: str, cls: str, seed: int, db: Path,
+def _recover_and_check(scenario: str, cls: str, variant: str, seed: int, db: Path,
                        world_file: Path) -> dict[str, Any]:
     """In a fresh process: reload the world, recover the log, check I1-I7."""
-    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed)
+    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed,
+                       variant)
     load_world(setup.world, world_file)
-    engine, _ = _engine(setup.world, setup.tools, f"sqlite:///{db}", setup.clock, [])
+    engine, _ = _engine(setup.world, setup.tools, f"sqlite:///{db}", setup.clock, [], variant)
     recovered = engine.recover()
-    run_id = f"{scenario}:{cls}:{seed}"
+    run_id = f"{scenario}:{cls}:{variant}:{seed}"
     info = engine.store.get_run(run_id)
     status = {rac.RunStatus.COMPLETED: GOAL, rac.RunStatus.COMPENSATED: ABORT,
               rac.RunStatus.NEEDS_ATTENTION: ATTENTION}.get(info.status, str(info.status)) \
@@ -176,11 +186,15 @@ def _recover_and_check(scenario: str, cls: str, seed: int, db: Path,
     report = "; ".join(engine.render(r.report) for r in recovered if r.report is not None)
     errors = [r.reason for r in recovered if r.outcome == "error"]
     result = RunResult(status, 0, report=report,
-                       log=log_view(setup.world, engine.store.get_records(run_id)))
+                       log=log_view(setup.world, engine.store.get_records(run_id)),
+                       claims_clean=status == ABORT)
     engine.store.close()
-    verdict = check(Episode("rac-sqlite", setup, result))
+    ep = Episode("rac-sqlite", setup, result)
+    verdict = check(ep)
+    klass = classify(ep, verdict)
     return {"status": status, "recovered": len(recovered), "errors": errors,
-            "goal_met": verdict.goal_met,
+            "goal_met": verdict.goal_met, "outcome": klass.outcome,
+            "false_clean": klass.false_clean, "silent_residual": klass.silent_residual,
             "violations": {k: (v[0] if v else None) for k, v in verdict.violations.items()}}
 
 
@@ -207,24 +221,26 @@ def _in_child(fn: Callable[[], Any]) -> tuple[int, Any]:
     return os.waitstatus_to_exitcode(status), (json.loads(data) if data else None)
 
 
-def crash_case(task: tuple[str, str, int]) -> list[dict[str, Any]]:
+def crash_case(task: tuple[str, str, str, int]) -> list[dict[str, Any]]:
     """Every crash point of one (scenario, class, seed): crash there, recover, check."""
-    scenario, cls, seed = task
+    scenario, cls, variant, seed = task
     from benchmarks.harness.runner import quiet
 
     quiet()
     tmp = Path(tempfile.mkdtemp(prefix="rac-i8-"))
     rows: list[dict[str, Any]] = []
     try:
-        points = _run_to_point(scenario, cls, seed, 0, tmp / "trace.db", tmp / "trace.world")
+        points = _run_to_point(scenario, cls, variant, seed, 0, tmp / "trace.db",
+                               tmp / "trace.world")
         for k, point in enumerate(points, start=1):
             db, wf = tmp / f"{k}.db", tmp / f"{k}.world"
-            code, _ = _in_child(lambda k=k, db=db, wf=wf: _run_to_point(scenario, cls, seed,
+            code, _ = _in_child(lambda k=k, db=db, wf=wf: _run_to_point(scenario, cls, variant, seed,
                                                                         k, db, wf))
-            _, row = _in_child(lambda db=db, wf=wf: _recover_and_check(scenario, cls, seed,
+            _, row = _in_child(lambda db=db, wf=wf: _recover_and_check(scenario, cls, variant, seed,
                                                                        db, wf))
             row = row or {"child_error": "no answer"}
-            row.update({"scenario": scenario, "cls": cls, "seed": seed, "point": point,
+            row.update({"scenario": scenario, "cls": cls, "variant": variant, "seed": seed,
+                        "point": point,
                         "index": k, "crashed": code == CRASH_EXIT_CODE})
             rows.append(row)
             for f in tmp.glob(f"{k}.*"):
@@ -234,9 +250,10 @@ def crash_case(task: tuple[str, str, int]) -> list[dict[str, Any]]:
     return rows
 
 
-def tasks(quick: bool) -> list[tuple[str, str, int]]:
+def tasks(quick: bool) -> list[tuple[str, str, str, int]]:
     """(scenario, class, seed) per case."""
-    return [(sc, cls, s) for sc, cls, nq, nf in CASES for s in range(nq if quick else nf)]
+    return [(sc, cls, v, s) for sc, cls, v, nq, nf in CASES
+            for s in range(nq if quick else nf)]
 
 
 def run(quick: bool, *, workers: int = 2,
@@ -262,19 +279,27 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     kinds = Counter(r["point"].split(":", 1)[1] for r in rows)
     cases: dict[str, Any] = {}
     for r in rows:
-        c = cases.setdefault(f"{r['scenario']} [{r['cls']}]",
+        c = cases.setdefault(f"{r['scenario']} [{r['cls']}/{r['variant']}]",
                              {"schedules": set(), "crash_points": 0, "violating": 0})
         c["schedules"].add(r["seed"])
         c["crash_points"] += 1
         c["violating"] += bad(r)
     for c in cases.values():
         c["schedules"] = len(c["schedules"])
-    examples = [f"{r['scenario']} [{r['cls']}] seed {r['seed']} at {r['point']} (#{r['index']}): "
+    examples = [f"{r['scenario']} [{r['cls']}/{r['variant']}] seed {r['seed']} at {r['point']} (#{r['index']}): "
                 + "; ".join(f"{k}: {v}" for k, v in (r.get("violations") or {}).items() if v)
                 + (f" {r.get('child_error') or ''}{r.get('errors') or ''}" if bad(r) else "")
                 for r in rows if bad(r)][:5]
     ends = Counter(r.get("status", "?") for r in rows)
     return {"approach": "rac-sqlite", "crash_points": len(rows),
+            "residual": sum(1 for r in rows if r.get("outcome") == "residual"),
+            "false_clean": sum(1 for r in rows if r.get("false_clean")),
+            "silent_residual": sum(1 for r in rows if r.get("silent_residual")),
+            "by_variant": {v: {"crash_points": sum(1 for r in rows if r["variant"] == v),
+                               "violating": sum(1 for r in rows if r["variant"] == v and bad(r)),
+                               "false_clean": sum(1 for r in rows if r["variant"] == v
+                                                  and r.get("false_clean"))}
+                           for v in sorted({r["variant"] for r in rows})},
             "violating": sum(1 for r in rows if bad(r)), "violations": viol,
             "ends": dict(ends), "point_kinds": dict(sorted(kinds.items())),
             "cases": cases, "examples": examples}

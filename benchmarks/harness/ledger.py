@@ -26,6 +26,8 @@ class Effect:
     data: dict[str, Any] = field(default_factory=dict)
     depends_on: list[str] = field(default_factory=list)
     pre_existing: bool = False
+    #: the number of the tool call that made it (counted by the fault layer), for attribution
+    call_no: int = 0
     live: bool = True
     undo_count: int = 0
     undone_seq: int | None = None
@@ -46,6 +48,8 @@ class Ledger:
         self.effects: dict[str, Effect] = {}
         self.violations: list[LedgerViolation] = []
         self.seq = 0
+        #: counts the tool calls (the fault layer's stats: anything with ``tool_calls``)
+        self.counter: Any = None
 
     def _next(self) -> int:
         self.seq += 1
@@ -57,7 +61,9 @@ class Ledger:
         """Record a new effect and return it."""
         eff = Effect(eid=eid, tool=tool, key=key, reversible=reversible,
                      created_seq=0 if pre_existing else self._next(), data=dict(data),
-                     depends_on=list(depends_on or []), pre_existing=pre_existing)
+                     depends_on=list(depends_on or []), pre_existing=pre_existing,
+                     call_no=0 if pre_existing or self.counter is None
+                     else self.counter.tool_calls)
         self.effects[eid] = eff
         return eff
 

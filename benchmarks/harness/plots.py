@@ -18,21 +18,48 @@ def _save(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def residual_plot(figures: dict[str, Any], path: Path) -> None:
-    """Runs leaving side effects behind (I1), with 95% intervals, per approach."""
+def outcomes_plot(figures: dict[str, Any], path: Path) -> None:
+    """Share of runs per outcome and approach: clean, equivalent clean, residual named,
+    residual silent, and (hatched, a subset of the residual ones) false all-clear."""
     apps = figures["approaches"]
     names = list(apps)
-    rates = [apps[n]["residual_rate"] * 100 for n in names]
-    lo = [max(0.0, r - apps[n]["residual_ci95"][0] * 100) for n, r in zip(names, rates,
-                                                                        strict=True)]
-    hi = [max(0.0, apps[n]["residual_ci95"][1] * 100 - r) for n, r in zip(names, rates,
-                                                                        strict=True)]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    colors = ["#2a9d8f" if n.startswith("rac") else "#999999" for n in names]
-    ax.bar(names, rates, yerr=[lo, hi], color=colors, capsize=3)
-    ax.set_ylabel("% of runs violating I1")
-    ax.set_title("Side effects left behind (all scenarios and fault classes)")
+    fig, ax = plt.subplots(figsize=(8.5, 4.0))
+    bottom = [0.0] * len(names)
+    parts = (("clean", "#8ecae6", lambda s: s["clean_runs"]),
+             ("equivalent clean", "#2a9d8f", lambda s: s["equivalent_clean_runs"]),
+             ("residual, named", "#f4a261",
+              lambda s: s["residual_runs"] - s["silent_residual_runs"]),
+             ("residual, silent", "#e76f51", lambda s: s["silent_residual_runs"]))
+    for label, color, get in parts:
+        vals = [100 * get(apps[n]) / apps[n]["runs"] for n in names]
+        ax.bar(names, vals, bottom=bottom, color=color, label=label)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    fc = [100 * apps[n]["false_clean_runs"] / apps[n]["runs"] for n in names]
+    ax.bar(names, fc, bottom=[b - f for b, f in zip(bottom, fc, strict=True)], fill=False,
+           hatch="///", edgecolor="black", label="of which: false all-clear")
+    ax.set_ylabel("% of runs")
+    ax.set_title("How runs end, judged on the world (all scenarios, classes, variants)")
     ax.tick_params(axis="x", rotation=35)
+    ax.legend(fontsize=7, loc="lower right")
+    _save(fig, path)
+
+
+def false_clean_plot(figures: dict[str, Any], path: Path) -> None:
+    """False all-clear rate per fault class, for RAC and the reference."""
+    by_class = figures["by_class"]
+    names = [n for n in by_class if n.startswith("rac") or n in ("reference", "saga")]
+    classes = sorted({c for n in names for c in by_class[n]})
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    width = 0.8 / max(len(names), 1)
+    for i, n in enumerate(names):
+        vals = [100 * by_class[n][c]["false_clean_runs"] / by_class[n][c]["runs"]
+                if c in by_class[n] else 0.0 for c in classes]
+        ax.bar([x + i * width for x in range(len(classes))], vals, width, label=n)
+    ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(classes))])
+    ax.set_xticklabels(classes, rotation=35, ha="right")
+    ax.set_ylabel("% of runs: false all-clear")
+    ax.set_title("Told the world is back while an effect is live, per fault class")
+    ax.legend(fontsize=7)
     _save(fig, path)
 
 

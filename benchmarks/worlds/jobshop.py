@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from benchmarks.harness.clock import VirtualClock
-from benchmarks.harness.errors import WorldRejected
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
@@ -45,20 +44,20 @@ class JobShopWorld(World):
             ops = JOBS.get(job, [])
             idx = next((i for i, o in enumerate(ops) if o[0] == op), None)
             if idx is None:
-                raise WorldRejected(f"unknown operation {job}/{op}")
+                raise ValueError(f"unknown operation {job}/{op}")
             _, duration, eligible = ops[idx]
             if machine not in eligible:
-                raise WorldRejected(f"{job}/{op} cannot run on {machine}")
+                raise ValueError(f"{job}/{op} cannot run on {machine}")
             end = start + duration
             for e in self._live_slots():
                 if e.data["machine"] == machine and start < e.data["end"] and e.data["start"] < end:
-                    raise WorldRejected(f"overlap on {machine} with {e.eid}")
+                    raise ValueError(f"overlap on {machine} with {e.eid}")
             deps: list[str] = []
             if idx > 0:
                 prev = next((e for e in self._live_slots() if e.data["job"] == job
                              and e.data["op"] == ops[idx - 1][0]), None)
                 if prev is None or prev.data["end"] > start:
-                    raise WorldRejected(f"precedence: {job}/{ops[idx - 1][0]} must end first")
+                    raise ValueError(f"precedence: {job}/{ops[idx - 1][0]} must end first")
                 deps.append(prev.eid)
             eid = self.new_id("OP")
             self.ledger.create(eid, "schedule_op", f"{job}/{op}", depends_on=deps, job=job,
@@ -72,9 +71,9 @@ class JobShopWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(slot_id)
             if eff is None or eff.tool != "schedule_op":
-                raise WorldRejected(f"no scheduled operation {slot_id}")
+                raise ValueError(f"no scheduled operation {slot_id}")
             if not eff.live:
-                raise WorldRejected(f"{slot_id} is not scheduled")
+                raise ValueError(f"{slot_id} is not scheduled")
             self.ledger.undo(slot_id)
             return {"cancelled": slot_id}
         return self.once("cancel_op", do)

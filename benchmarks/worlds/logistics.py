@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from benchmarks.harness.clock import VirtualClock
-from benchmarks.harness.errors import WorldRejected
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
@@ -49,6 +48,8 @@ class LogisticsWorld(World):
         "pay_deposit": CompSpec("refund_deposit", {"deposit_id": "result.deposit_id"}),
     }
     read_only = frozenset({"vehicle_calendar"})
+    keyed_tools = frozenset({"book_venue", "book_caterer", "hire_band", "reserve_vehicle",
+                             "pay_deposit", "refund_deposit"})
     effect_field: ClassVar[dict[str, str]] = {
         "book_venue": "venue_booking", "book_caterer": "catering_id", "hire_band": "band_id",
         "reserve_vehicle": "trip_id", "assign_cook": "shift_id", "pay_deposit": "deposit_id"}
@@ -84,11 +85,11 @@ class LogisticsWorld(World):
         """Book a venue for ``guests`` people."""
         def do() -> dict[str, Any]:
             if venue not in VENUES:
-                raise WorldRejected(f"unknown venue {venue}")
+                raise ValueError(f"unknown venue {venue}")
             if guests > VENUES[venue][0]:
-                raise WorldRejected(f"venue {venue} holds {VENUES[venue][0]}, not {guests}")
+                raise ValueError(f"venue {venue} holds {VENUES[venue][0]}, not {guests}")
             if not self.venue_free[venue]:
-                raise WorldRejected(f"venue {venue} is already booked that day")
+                raise ValueError(f"venue {venue} is already booked that day")
             self.venue_free[venue] = False
             eid = self.new_id("VN")
             price = VENUES[venue][1]
@@ -108,9 +109,9 @@ class LogisticsWorld(World):
         """Order ``meals`` meals from a caterer (its kitchen has a daily capacity)."""
         def do() -> dict[str, Any]:
             if caterer not in CATERERS:
-                raise WorldRejected(f"unknown caterer {caterer}")
+                raise ValueError(f"unknown caterer {caterer}")
             if self.meals_left[caterer] < meals:
-                raise WorldRejected(f"caterer {caterer} is full: {self.meals_left[caterer]} "
+                raise ValueError(f"caterer {caterer} is full: {self.meals_left[caterer]} "
                                     f"meals left, {meals} asked")
             self.meals_left[caterer] -= meals
             eid = self.new_id("CT")
@@ -132,9 +133,9 @@ class LogisticsWorld(World):
         """Hire a band for the evening."""
         def do() -> dict[str, Any]:
             if band not in BANDS:
-                raise WorldRejected(f"unknown band {band}")
+                raise ValueError(f"unknown band {band}")
             if not self.band_free[band]:
-                raise WorldRejected(f"band {band} already plays elsewhere that night")
+                raise ValueError(f"band {band} already plays elsewhere that night")
             self.band_free[band] = False
             eid = self.new_id("BD")
             self.ledger.create(eid, "hire_band", f"{event}:{band}", band=band,
@@ -156,14 +157,14 @@ class LogisticsWorld(World):
         """Send ``vehicle`` over ``route`` from ``start`` for a two-hour trip."""
         def do() -> dict[str, Any]:
             if vehicle not in VEHICLES or route not in ROUTES:
-                raise WorldRejected(f"unknown vehicle {vehicle} or route {route}")
+                raise ValueError(f"unknown vehicle {vehicle} or route {route}")
             if passengers > VEHICLES[vehicle][0]:
-                raise WorldRejected(f"{vehicle} seats {VEHICLES[vehicle][0]}, not {passengers}")
+                raise ValueError(f"{vehicle} seats {VEHICLES[vehicle][0]}, not {passengers}")
             end = start + TRIP_HOURS
             for e in self._live("reserve_vehicle"):
                 if e.data["vehicle"] == vehicle and _overlap(start, end, e.data["start"],
                                                              e.data["end"]):
-                    raise WorldRejected(f"{vehicle} is busy {e.data['start']}:00-"
+                    raise ValueError(f"{vehicle} is busy {e.data['start']}:00-"
                                         f"{e.data['end']}:00 ({e.eid})")
             eid = self.new_id("TR")
             price = VEHICLES[vehicle][1]
@@ -184,17 +185,17 @@ class LogisticsWorld(World):
         """Put ``cook`` in the kitchen on ``dish`` from ``start``; the kitchen holds three."""
         def do() -> dict[str, Any]:
             if cook not in COOKS or dish not in DISHES:
-                raise WorldRejected(f"unknown cook {cook} or dish {dish}")
+                raise ValueError(f"unknown cook {cook} or dish {dish}")
             end = start + DISHES[dish]
             shifts = self._live("assign_cook")
             for e in shifts:
                 if e.data["cook"] == cook and _overlap(start, end, e.data["start"],
                                                        e.data["end"]):
-                    raise WorldRejected(f"{cook} is already cooking {e.data['dish']} then")
+                    raise ValueError(f"{cook} is already cooking {e.data['dish']} then")
             for hour in range(start, end):
                 busy = sum(1 for e in shifts if e.data["start"] <= hour < e.data["end"])
                 if busy >= KITCHEN_CAP:
-                    raise WorldRejected(f"kitchen is full at {hour}:00 ({KITCHEN_CAP} cooks)")
+                    raise ValueError(f"kitchen is full at {hour}:00 ({KITCHEN_CAP} cooks)")
             eid = self.new_id("SF")
             self.ledger.create(eid, "assign_cook", f"dish:{dish}", cook=cook, dish=dish,
                                start=start, end=end)

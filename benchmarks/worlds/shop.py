@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from benchmarks.harness.clock import VirtualClock
-from benchmarks.harness.errors import WorldRejected
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
@@ -25,6 +24,7 @@ class ShopWorld(World):
     alternatives: ClassVar[dict[str, list[str]]] = {"reserve_stock": ["reserve_stock_backup"]}
     read_only = frozenset({"check_stock"})
     irreversible = frozenset({"ship_order"})
+    keyed_tools = frozenset({"create_order", "charge_order", "refund_order"})
     effect_field: ClassVar[dict[str, str]] = {
         "reserve_stock": "hold_id", "reserve_stock_backup": "hold_id",
         "create_order": "order_id", "charge_order": "charge_id", "ship_order": "shipment_id"}
@@ -44,9 +44,9 @@ class ShopWorld(World):
 
     def _reserve(self, tool: str, warehouse: str, sku: str, qty: int) -> dict[str, Any]:
         if sku not in STOCK:
-            raise WorldRejected(f"unknown sku {sku}")
+            raise ValueError(f"unknown sku {sku}")
         if self.available[(warehouse, sku)] < qty:
-            raise WorldRejected(f"not enough {sku} in {warehouse}")
+            raise ValueError(f"not enough {sku} in {warehouse}")
         self.available[(warehouse, sku)] -= qty
         eid = self.new_id("HD")
         self.ledger.create(eid, tool, f"{sku}:{qty}", warehouse=warehouse, sku=sku, qty=qty,
@@ -67,9 +67,9 @@ class ShopWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(hold_id)
             if eff is None or not eff.tool.startswith("reserve_stock"):
-                raise WorldRejected(f"no hold {hold_id}")
+                raise ValueError(f"no hold {hold_id}")
             if not eff.live:
-                raise WorldRejected(f"hold {hold_id} already released")
+                raise ValueError(f"hold {hold_id} already released")
             self.ledger.undo(hold_id)
             self.available[(eff.data["warehouse"], eff.data["sku"])] += eff.data["qty"]
             return {"released": hold_id}
@@ -80,7 +80,7 @@ class ShopWorld(World):
         def do() -> dict[str, Any]:
             effs = [self.ledger.effects.get(h) for h in holds]
             if any(e is None or not e.live for e in effs):
-                raise WorldRejected(f"order refers to a hold that is not live: {holds}")
+                raise ValueError(f"order refers to a hold that is not live: {holds}")
             eid = self.new_id("OR")
             total = sum(int(e.data["price"]) for e in effs if e is not None)
             self.ledger.create(eid, "create_order", f"{customer}:{','.join(holds)}",
@@ -93,9 +93,9 @@ class ShopWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(order_id)
             if eff is None or eff.tool != "create_order":
-                raise WorldRejected(f"no order {order_id}")
+                raise ValueError(f"no order {order_id}")
             if not eff.live:
-                raise WorldRejected(f"order {order_id} already cancelled")
+                raise ValueError(f"order {order_id} already cancelled")
             self.ledger.undo(order_id)
             return {"cancelled": order_id}
         return self.once("cancel_order", do)
@@ -104,7 +104,7 @@ class ShopWorld(World):
         """Charge the customer for an order."""
         def do() -> dict[str, Any]:
             if order_id not in self.ledger.effects:
-                raise WorldRejected(f"no order {order_id}")
+                raise ValueError(f"no order {order_id}")
             eid = self.new_id("PY")
             self.charged += amount
             self.ledger.create(eid, "charge_order", f"{order_id}:{amount}",
@@ -117,7 +117,7 @@ class ShopWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(charge_id)
             if eff is None or eff.tool != "charge_order":
-                raise WorldRejected(f"no charge {charge_id}")
+                raise ValueError(f"no charge {charge_id}")
             self.ledger.undo(charge_id)
             self.refunded += eff.data["amount"]
             return {"refunded": charge_id}
@@ -128,7 +128,7 @@ class ShopWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(order_id)
             if eff is None or not eff.live:
-                raise WorldRejected(f"order {order_id} cannot ship")
+                raise ValueError(f"order {order_id} cannot ship")
             eid = self.new_id("SH")
             self.ledger.create(eid, "ship_order", order_id, reversible=False,
                                depends_on=[order_id])

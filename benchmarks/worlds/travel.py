@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from benchmarks.harness.clock import VirtualClock
-from benchmarks.harness.errors import WorldRejected
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
 
@@ -31,6 +30,8 @@ class TravelWorld(World):
     alternatives: ClassVar[dict[str, list[str]]] = {"book_hotel": ["book_hotel_partner"]}
     read_only = frozenset({"search_flights"})
     irreversible = frozenset({"send_voucher"})
+    keyed_tools = frozenset({"book_flight", "book_hotel", "book_hotel_partner", "rent_car",
+                             "charge_card", "refund_card"})
     effect_field: ClassVar[dict[str, str]] = {
         "book_flight": "booking_id", "book_hotel": "booking_id",
         "book_hotel_partner": "reference", "rent_car": "rental_id",
@@ -59,9 +60,9 @@ class TravelWorld(World):
         """Book one seat for ``passenger``."""
         def do() -> dict[str, Any]:
             if flight not in FLIGHTS:
-                raise WorldRejected(f"unknown flight {flight}")
+                raise ValueError(f"unknown flight {flight}")
             if self.seats[flight] <= 0:
-                raise WorldRejected(f"flight {flight} is full")
+                raise ValueError(f"flight {flight} is full")
             self.seats[flight] -= 1
             eid = self.new_id("FL")
             price = FLIGHTS[flight][1]
@@ -75,9 +76,9 @@ class TravelWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(booking_id)
             if eff is None or eff.tool != "book_flight":
-                raise WorldRejected(f"no flight booking {booking_id}")
+                raise ValueError(f"no flight booking {booking_id}")
             if not eff.live:
-                raise WorldRejected(f"booking {booking_id} is already cancelled")
+                raise ValueError(f"booking {booking_id} is already cancelled")
             self.ledger.undo(booking_id)
             self.seats[eff.data["flight"]] += 1
             return {"cancelled": booking_id}
@@ -87,9 +88,9 @@ class TravelWorld(World):
     def _book_room(self, tool: str, prefix: str, idfield: str, guest: str, hotel: str,
                    nights: int) -> dict[str, Any]:
         if hotel not in HOTELS:
-            raise WorldRejected(f"unknown hotel {hotel}")
+            raise ValueError(f"unknown hotel {hotel}")
         if self.rooms[hotel] <= 0:
-            raise WorldRejected(f"hotel {hotel} has no room left")
+            raise ValueError(f"hotel {hotel} has no room left")
         self.rooms[hotel] -= 1
         eid = self.new_id(prefix)
         price = HOTELS[hotel][1] * nights
@@ -125,7 +126,7 @@ class TravelWorld(World):
         """Rent a car for ``days``."""
         def do() -> dict[str, Any]:
             if car not in CARS or self.cars[car] <= 0:
-                raise WorldRejected(f"car {car} is not available")
+                raise ValueError(f"car {car} is not available")
             self.cars[car] -= 1
             eid = self.new_id("CR")
             price = CARS[car][1] * days
@@ -138,9 +139,9 @@ class TravelWorld(World):
         def do() -> dict[str, Any]:
             eff = self.ledger.effects.get(rental_id)
             if eff is None or eff.tool != "rent_car":
-                raise WorldRejected(f"no rental {rental_id}")
+                raise ValueError(f"no rental {rental_id}")
             if not eff.live:
-                raise WorldRejected(f"rental {rental_id} already returned")
+                raise ValueError(f"rental {rental_id} already returned")
             self.ledger.undo(rental_id)
             self.cars[eff.data["car"]] += 1
             return {"returned": rental_id}
@@ -245,4 +246,9 @@ def scenarios() -> list[Scenario]:
         "Move Ann from AF10 to a cheaper later flight, then cancel AF10.",
         lambda w: len(_live(w, "book_flight")) == 1 and not w.ledger.effects["FL-OLD"].live,
         allowed_undo=frozenset({"FL-OLD"}), make_world=TravelWorld)
-    return [trip, group, rebook]
+    parallel = Scenario(
+        "travel", "group_parallel",
+        [Slot(p, group_opts(p)) for p in ("ann", "bob", "cid")],
+        "Book Ann, Bob and Cid on AF12 in one go (three parallel calls); if any cannot fly, "
+        "cancel them all.", group.goal, make_world=TravelWorld, params={"parallel": True})
+    return [trip, group, rebook, parallel]

@@ -1,4 +1,7 @@
-"""Runs the benchmark's quick mode and asserts the invariants RAC must hold (not timings)."""
+"""Runs the benchmark's quick mode and checks what must hold whatever RAC does: every run is
+classified, the world's ledger and its database diff agree, the baselines show residuals, the
+results file has the keys the docs and the issue name. RAC's own figures are measured, not
+asserted (they are what the benchmark reports)."""
 
 from __future__ import annotations
 
@@ -12,13 +15,18 @@ pytest.importorskip("react_agent_compensation")
 pytest.importorskip("tau2")
 pytest.importorskip("matplotlib")
 
-from benchmarks.approaches.base import make_setup  # noqa: E402
-from benchmarks.harness import runner  # noqa: E402
-from benchmarks.harness.catalog import fault_classes, scenarios  # noqa: E402
+import httpx  # noqa: E402
+
+from benchmarks.approaches.base import bare_execute, make_setup  # noqa: E402
+from benchmarks.harness import errors, runner  # noqa: E402
+from benchmarks.harness.catalog import cells, fault_classes, scenarios  # noqa: E402
+from benchmarks.harness.clock import VirtualClock  # noqa: E402
 from benchmarks.harness.faults import FaultLayer, FaultRule  # noqa: E402
+from benchmarks.harness.policies import Call  # noqa: E402
 from benchmarks.suites import scenarios as scenario_suite  # noqa: E402
 
-RAC = ("rac-memory", "rac-sqlite")
+COUNTS = ("runs", "residual_runs", "silent_residual_runs", "false_clean_runs",
+          "equivalent_clean_runs", "compensated_runs")
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +36,8 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench") / "latest.json"
     saved, configured = structlog.get_config(), structlog.is_configured()
     try:  # the runner configures structlog for the whole process: later tests must not see it
-        data = scenario_suite.run(quick=True, seeds=3, workers=2, out=out, docs=False, show_progress=False)
+        data = scenario_suite.run(quick=True, seeds=3, workers=2, out=out, docs=False,
+                                  show_progress=False, keep_rows=True)
     finally:
         if configured:
             structlog.configure(**saved)
@@ -40,72 +49,131 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_latest_json_has_the_required_keys(quick: dict[str, Any]) -> None:
     on_disk = json.loads(Path(quick["_path"]).read_text())
+    assert "rows" not in on_disk
     for name, s in on_disk["approaches"].items():
-        for key in ("runs", "residual_runs", "goal_completion", "policy_steps",
+        for key in (*COUNTS, "goal_completion", "policy_steps", "needed_compensation_runs",
                     "extra_tool_calls"):
             assert key in s, (name, key)
+        for cell, c in on_disk["by_world_class_variant"][name].items():
+            world, cls, variant = cell.split("/")
+            assert variant in ("plain", "keyed") and cls in fault_classes(), cell
+            assert set(COUNTS) <= set(c), cell
     for name in ("rac-memory", "rac-sqlite", "reference"):
         assert set(on_disk["overhead_us"][name]) == {"0", "10", "100", "1000"}
-        for cell in on_disk["overhead_us"][name].values():
-            assert {"median", "p99"} <= set(cell)
     assert on_disk["meta"]["seeds"] == 3
     assert on_disk["meta"]["versions"]["react-agent-compensation"] == "0.2.0"
 
 
-def test_rac_violates_no_invariant_where_compensators_succeed(quick: dict[str, Any]) -> None:
-    for name in RAC:
-        for cls, s in quick["by_class"][name].items():
-            if cls != "comp_permanent":
-                assert s["runs_violating_any"] == 0, (name, cls, quick["examples"][name])
-        assert quick["approaches"][name]["crashed"] == 0
+def test_every_run_is_classified_once(quick: dict[str, Any]) -> None:
+    rows = quick["rows"]
+    assert len(rows) == quick["meta"]["runs"] == len(cells()) * 3 * len(quick["approaches"])
+    for r in rows:
+        assert r["outcome"] in ("clean", "equivalent_clean", "residual"), r
+        # the flags only ever mark residual runs, and a false all-clear is a claim of one
+        if r["silent_residual"] or r["false_clean"]:
+            assert r["outcome"] == "residual", r
+    for name, s in quick["approaches"].items():
+        assert s["clean_runs"] + s["equivalent_clean_runs"] + s["residual_runs"] == s["runs"]
+        assert s["false_clean_runs"] <= s["residual_runs"], name
+        assert s["compensated_runs"] <= s["runs"], name
 
 
-def test_rac_names_a_failed_compensator_and_needs_attention(quick: dict[str, Any]) -> None:
-    for name in RAC:
-        perm = quick["by_class"][name]["comp_permanent"]
-        assert perm["needs_attention_named_rate"] == 1.0
-        assert perm["violations"]["I1"] == 0
+def test_the_ledger_and_the_database_diff_agree(quick: dict[str, Any]) -> None:
+    tau2 = [r for r in quick["rows"] if r["world"].startswith("tau2_")]
+    assert {r["world"] for r in tau2} == {"tau2_airline", "tau2_telecom"}
+    assert len(tau2) > 100
+    assert [r for r in tau2 if r["disagreements"]] == []
 
 
-def test_rac_completes_goals_and_aborts_cleanly(quick: dict[str, Any]) -> None:
-    for name in RAC:
-        s = quick["approaches"][name]
-        assert s["goal_completion"] == 1.0
-        assert s["correct_abort_rate"] == 1.0
+def test_a_full_database_diff_finds_nothing_the_named_records_missed() -> None:
+    runner.quiet()
+    for approach in ("rac-memory", "prompted-p0.5", "reference"):
+        for cls in ("ambiguous_first", "unsolvable", "comp_ambiguous"):
+            for scenario in ("three_passengers", "upgrade_with_companion"):
+                row = runner.run_episode(approach, f"tau2_airline/{scenario}", cls,
+                                         runner.FULL_DIFF_EVERY - 1)
+                assert row["disagreements"] == [], row
 
 
-def test_every_world_is_measured(quick: dict[str, Any]) -> None:
-    assert set(quick["meta"]["worlds"]) == {"travel", "shop", "logistics", "jobshop", "airline"}
-    for name in RAC:
-        logistics = quick["by_world"][name]["logistics"]
-        assert logistics["runs"] > 0
-        assert logistics["runs_violating_any"] == 0, quick["examples"][name]
+def test_the_baselines_show_residuals(quick: dict[str, Any]) -> None:
+    # The benchmark must be able to see failure: the bare baselines leave effects behind, and
+    # a prompted model that undoes from memory says all is clean while some are live.
+    apps = quick["approaches"]
+    assert apps["no-recovery"]["residual_runs"] > 0
+    assert apps["no-recovery"]["false_clean_runs"] == 0  # it never claims to have cleaned up
+    assert apps["prompted-p0.5"]["residual_runs"] > apps["prompted-p0"]["residual_runs"] > 0
+    assert apps["prompted-p0.5"]["false_clean_runs"] > 0
+    for name, s in apps.items():
+        assert s["crashed"] == 0, name
+    assert quick["by_world"]["no-recovery"]["tau2_airline"]["residual_runs"] > 0
 
 
-def test_i8_crash_at_every_point_then_recovery_keeps_i1_to_i7(quick: dict[str, Any]) -> None:
+def test_crash_points_are_recovered_and_classified(quick: dict[str, Any]) -> None:
     crash = quick["crash_recovery"]
     assert crash["crash_points"] >= 50
-    assert crash["violating"] == 0, crash["examples"]
-    assert all(v == 0 for v in crash["violations"].values())
-    # the points cover the forward path and the rollback, effects included
+    assert set(crash["by_variant"]) == {"plain", "keyed"}
     for kind in ("after_intent", "after_effect", "after_outcome", "after_status",
                  "before_intent", "after_compensated", "after_end"):
         assert crash["point_kinds"].get(kind, 0) > 0, kind
 
 
-def test_baselines_do_leave_side_effects(quick: dict[str, Any]) -> None:
-    # The benchmark must be able to see failure: the bare baselines leave effects behind.
-    assert quick["approaches"]["no-recovery"]["residual_runs"] > 0
-    assert quick["approaches"]["prompted-p0.5"]["residual_runs"] > 0
+def test_injected_faults_are_what_real_tools_raise() -> None:
+    import rac.errors
+
+    raised: list[BaseException] = []
+    for kind in ("timeout", "reset", "5xx", "504", "429", "4xx", "http4xx"):
+        layer = FaultLayer([FaultRule("t", kind, message=None)], seed=1, scenario="s",
+                           clock=VirtualClock())
+
+        def tool(i: int) -> int:
+            return i
+
+        with pytest.raises(Exception) as info:
+            layer.wrap("t", tool)(i=1)
+        raised.append(info.value)
+    assert [type(e) for e in raised[:2]] == [TimeoutError, ConnectionResetError]
+    http = [e for e in raised if isinstance(e, httpx.HTTPStatusError)]
+    assert [e.response.status_code for e in http] == [503, 504, 429, 400]
+    assert http[2].response.headers["Retry-After"] == "2"
+    assert type(raised[5]) is ValueError
+    for e in raised:
+        assert not isinstance(e, rac.errors.RACError | rac.errors.TransientError
+                              | rac.errors.PermanentError | rac.errors.ResultError), e
+    assert isinstance(errors.http_error("t", 503), httpx.HTTPStatusError)
+
+
+def test_worlds_replay_a_key_only_in_the_keyed_variant() -> None:
+    sc = scenarios()["travel/group_of_3"]
+    clean = fault_classes()["clean"]
+    for variant, expected in (("plain", 2), ("keyed", 1)):
+        setup = make_setup(sc, clean, 0, variant)
+        args = {"passenger": "ann", "flight": "AF12"}
+        if variant == "keyed":
+            args["idempotency_key"] = "k1"
+        for _ in range(2):
+            assert bare_execute(setup, Call("book_flight", dict(args), "s", "l")).ok
+        assert len(setup.world.ledger.live_effects()) == expected
+
+
+def test_an_in_doubt_fault_commits_then_raises_on_every_attempt() -> None:
+    rule = FaultRule("book_flight", "timeout", "after_effect", attempts=None, sticky=True)
+    sc = scenarios()["travel/group_of_3"]
+    setup = make_setup(sc, fault_classes()["clean"], 0)
+    layer = FaultLayer([rule], seed=0, scenario=sc.key, clock=setup.clock)
+    book = layer.wrap("book_flight", setup.world.book_flight)
+    for _ in range(3):
+        with pytest.raises(TimeoutError):
+            book(passenger="ann", flight="AF12")
+    assert len(setup.world.ledger.live_effects()) == 3
+    assert layer.stats.in_doubt == 3
 
 
 def test_fault_schedule_is_keyed_by_logical_call_and_seeded() -> None:
-    from benchmarks.harness.clock import VirtualClock
-
     rule = FaultRule("t", "5xx", attempts=1, probability=0.5)
     draws = []
     for _ in range(2):
         layer = FaultLayer([rule], seed=7, scenario="s", clock=VirtualClock())
+
         def tool(i: int) -> int:
             return i
 
@@ -115,7 +183,7 @@ def test_fault_schedule_is_keyed_by_logical_call_and_seeded() -> None:
             try:
                 fn(i=i)
                 seen.append(True)
-            except Exception:  # noqa: BLE001
+            except httpx.HTTPStatusError:
                 seen.append(False)
         draws.append(seen)
     assert draws[0] == draws[1]
@@ -130,3 +198,16 @@ def test_same_schedule_for_every_approach() -> None:
     row1 = runner.run_episode("rac-memory", sc.key, "transient", 11)
     row2 = runner.run_episode("rac-memory", sc.key, "transient", 11)
     assert row1 == row2
+
+
+def test_parallel_siblings_are_held_in_flight_until_the_failure_came_back() -> None:
+    sc = scenarios()["travel/group_parallel"]
+    for cls in ("parallel_inflight", "parallel_late"):
+        setup = make_setup(sc, fault_classes()[cls], 0)
+        from benchmarks.approaches.baselines import NoRecovery
+
+        NoRecovery().run(setup)
+        made = sorted(e.call_no for e in setup.world.ledger.created_in_run())
+        # the refused call (cid's) is the first to reach the world; both siblings come after
+        assert made == [2, 3], (cls, made)
+        assert setup.layer.stats.tool_calls == 3

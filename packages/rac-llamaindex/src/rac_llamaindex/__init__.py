@@ -1,3 +1,18 @@
-"""RAC for LlamaIndex agents and agent workflows."""
+"""RAC for LlamaIndex agents and agent workflows: one call puts every tool call under RAC.
+
+>>> from rac_llamaindex import enable_rac
+>>> agent = enable_rac(agent, compensations={"book_flight": "cancel_flight"})  # doctest: +SKIP
+>>> await agent.run("book my trip")  # one RAC run; failures retried, rolled back, reported
+
+See ``docs/llamaindex.md``.
+"""
+
+from rac_llamaindex.enable import enable_rac, enabled_engine
+from rac_llamaindex.guarded_tool import RACFunctionTool
+from rac_llamaindex.plugin import LlamaIndexPlugin
+from rac_llamaindex.run_scope import RACWorkflowHandler, rac_run_of
 
 __version__ = "0.1.0"
+
+__all__ = ["LlamaIndexPlugin", "RACFunctionTool", "RACWorkflowHandler", "enable_rac",
+           "enabled_engine", "rac_run_of"]

@@ -1,0 +1,120 @@
+"""Turning RAC on for a LlamaIndex agent or agent workflow in one call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
+from llama_index.core.tools.types import BaseTool
+from llama_index.core.workflow import Workflow
+
+import rac
+from rac import RAC, ToolSet
+from rac_llamaindex.engine_setup import engine_for
+from rac_llamaindex.guarded_tool import RACFunctionTool
+from rac_llamaindex.run_scope import scoped_run
+from rac_llamaindex.tool_table import tool_name, unique_by_name, unwrap
+
+Target = TypeVar("Target", BaseWorkflowAgent, AgentWorkflow)
+
+#: Instance attribute holding the engine of an enabled agent or workflow.
+ENGINE_ATTR = "_rac_llamaindex_engine"
+
+
+def enabled_engine(target: BaseWorkflowAgent | AgentWorkflow) -> rac.RAC | None:
+    """The engine RAC was enabled with on this agent or workflow, if any."""
+    engine = target.__dict__.get(ENGINE_ATTR)
+    return engine if isinstance(engine, rac.RAC) else None
+
+
+def agents_of(target: Any) -> list[BaseWorkflowAgent]:
+    """The agents whose tools RAC guards for ``target``; an error naming the type otherwise."""
+    if isinstance(target, AgentWorkflow):
+        return list(target.agents.values())
+    if isinstance(target, BaseWorkflowAgent):
+        return [target]
+    hint = (" (for a Workflow of several agents, enable each agent and open one run around "
+            "the workflow with `async with engine.run(): await workflow.run(...)`)"
+            if isinstance(target, Workflow) else "")
+    raise rac.ConfigurationError(
+        "enable_rac takes a LlamaIndex FunctionAgent, ReActAgent, CodeActAgent (any "
+        f"BaseWorkflowAgent) or an AgentWorkflow, got {type(target).__name__}{hint}")
+
+
+def user_tools(agents: Iterable[BaseWorkflowAgent]) -> list[BaseTool]:
+    """The user's tools of every agent, unwrapped, one per name."""
+    return unique_by_name(unwrap(t) for a in agents for t in a.tools or ()
+                          if isinstance(t, BaseTool))
+
+
+def check_declarations(engine: rac.RAC, tools: list[BaseTool]) -> None:
+    """Fail now if a compensator or alternative of one of ``tools`` is neither among them nor
+    registered with the engine."""
+    names = [tool_name(t) for t in tools]
+    engine.registry.check_known(set(names) | set(engine.tools), only_for=names)
+
+
+def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -> None:
+    """Wrap the agent's tools in place, each exactly once for ``engine``."""
+    tools = agent.tools
+    if not tools:
+        return
+    guarded: list[BaseTool] = []
+    for t in tools:
+        if not isinstance(t, BaseTool):  # the agent turns functions into tools when it is made
+            raise rac.ConfigurationError(
+                f"agent {agent.name!r} holds {type(t).__name__} {t!r}, not a LlamaIndex tool")
+        if isinstance(t, RACFunctionTool) and t.rac_engine is engine:
+            guarded.append(t)
+        else:
+            guarded.append(RACFunctionTool(t, engine, agent_id=agent.name, peers=peers))
+    tools[:] = guarded
+
+
+def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
+    """Run every tool call of ``target`` under RAC; returns ``target``.
+
+    ``target`` is a ``FunctionAgent``, ``ReActAgent``, ``CodeActAgent`` (any
+    ``BaseWorkflowAgent``) or an ``AgentWorkflow`` (every agent in it). ``rac`` is a
+    :class:`rac.RAC` engine to share, or give its keywords instead (``compensations=...``,
+    ``alternatives=...``, ``store=...``, ``tools=[...]`` for compensators the model is not
+    offered). Tools keep their names, schemas, ``return_direct`` and ``Context`` parameters;
+    hand-off tools are left alone.
+
+    Each ``target.run(...)`` (one workflow handler) is one run in the engine's log, with each
+    call recorded under the name of the agent that made it; inside an open run of the engine
+    (``async with engine.run()``) the calls join that run instead. When a call fails for good,
+    RAC undoes the run's completed effects and the model receives the recovery report as the
+    tool's output (``is_error=True``); the agent goes on, so the model can replan.
+
+    Raises :class:`rac.ConfigurationError` for a target RAC does not support, for both ``rac``
+    and keywords, and for a compensation or alternative naming a tool neither the target nor
+    the engine has. Enabling again wraps tools added since, and nothing twice.
+    """
+    engine = engine_for(rac, config)
+    agents = agents_of(target)
+    tools = user_tools(agents)
+    check_declarations(engine, tools)
+    peers = engine.tool_set(tools)
+    for agent in agents:
+        guard_agent(agent, engine, peers)
+    first_time = enabled_engine(target) is None
+    object.__setattr__(target, ENGINE_ATTR, engine)
+    object.__setattr__(target, "_rac_llamaindex_tools", peers)
+    if first_time:
+        name = target.name if isinstance(target, BaseWorkflowAgent) \
+            else (target.root_agent or type(target).__name__)
+
+        def engine_now() -> RAC:
+            found = enabled_engine(target)
+            assert found is not None
+            return found
+
+        def tools_now() -> ToolSet:
+            tool_set: ToolSet = target.__dict__["_rac_llamaindex_tools"]
+            return tool_set
+
+        object.__setattr__(target, "run", scoped_run(type(target).run.__get__(target),
+                                                     engine_now, lambda: name, tools_now))
+    return target

@@ -1,0 +1,153 @@
+"""The wrapper that puts one LlamaIndex tool under RAC, keeping everything the agent reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llama_index.core.tools import FunctionTool, ToolOutput
+from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async_tool
+
+import rac
+from rac_llamaindex.results import as_output, failure_output
+from rac_llamaindex.tool_table import CALL_CONTEXT, tool_name, unwrap
+
+
+async def _never_called(**kwargs: Any) -> Any:  # pragma: no cover - acall/call are overridden
+    raise AssertionError("a RACFunctionTool calls its inner tool, never this function")
+
+
+class RACFunctionTool(FunctionTool):
+    """A LlamaIndex tool whose every call runs under RAC.
+
+    The agent sees the user's tool unchanged: the same metadata (name, description, argument
+    schema, ``return_direct``), the same ``Context`` parameter (LlamaIndex passes ``ctx`` to the
+    wrapper, which hands it to the tool), the same function for a ``CodeActAgent``'s prompt. Each
+    call joins the RAC run open in its context (the run of the agent's ``run()``, or an explicit
+    ``async with engine.run()``), or is a run of its own outside any. RAC calls the inner tool
+    (again, for retries), its alternatives and compensators directly and sees their raw
+    exceptions. A call RAC could not complete returns the recovery report as an error output.
+    """
+
+    def __init__(self, inner: BaseTool, engine: rac.RAC, *, agent_id: str | None = None,
+                 peers: rac.ToolSet | None = None) -> None:
+        inner = unwrap(inner)
+        super().__init__(async_fn=_never_called, metadata=inner.metadata)
+        # FunctionTool read these from _never_called; the agent must see the inner tool's.
+        self.requires_context = bool(getattr(inner, "requires_context", False))
+        self.ctx_param_name: str | None = getattr(inner, "ctx_param_name", None)
+        self.partial_params = {}  # the inner tool applies its own
+        self._inner = inner
+        self._inner_async: AsyncBaseTool = adapt_to_async_tool(inner)
+        self._engine = engine
+        self._agent_id = agent_id
+        self._peers = peers
+        self._name = tool_name(inner)
+
+    @property
+    def rac_inner(self) -> BaseTool:
+        """The user's tool."""
+        return self._inner
+
+    @property
+    def rac_engine(self) -> rac.RAC:
+        """The engine this tool's calls run under."""
+        return self._engine
+
+    @property
+    def rac_agent_id(self) -> str | None:
+        """The agent id this tool's calls are recorded under."""
+        return self._agent_id
+
+    @property
+    def real_fn(self) -> Callable[..., Any]:
+        """The user's function (what a ``CodeActAgent`` describes to its model)."""
+        fn = getattr(self._inner, "real_fn", None)
+        return fn if callable(fn) else super().real_fn
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The call's arguments as RAC logs them, and the workflow context (if the tool takes
+        one)."""
+        if args:
+            raise TypeError(f"tool {self._name!r} takes keyword arguments only under RAC "
+                            f"(got {len(args)} positional)")
+        ctx = kwargs.pop(self.ctx_param_name, None) if self.ctx_param_name else None
+        return kwargs, ctx
+
+    def _ctx_kwargs(self, ctx: Any) -> dict[str, Any]:
+        return {self.ctx_param_name: ctx} if ctx is not None and self.ctx_param_name else {}
+
+    def _run_of(self) -> rac.Run | None:
+        run = self._engine.current_run()
+        if run is not None and self._peers is not None and run.tool(self._name) is None:
+            run.add_tools(self._peers)  # a run this tool's agent did not open
+        return run
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        """Call the tool under RAC (how agents and workflows call it)."""
+        call_args, ctx = self._split(args, kwargs)
+        run = self._run_of()
+        if run is not None:
+            return await self._acall(run, call_args, ctx)
+        # Called outside any run (directly, or by a workflow RAC does not scope): a run of its own.
+        async with self._engine.run(agent_id=self._agent_id, tools=self._peers) as own:
+            return await self._acall(own, call_args, ctx)
+
+    async def _acall(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
+        name = self._name
+        inner = self._inner_async
+        ctx_kwargs = self._ctx_kwargs(ctx)
+
+        async def ainvoke(tool: str, call_args: dict[str, Any]) -> Any:
+            if tool == name:
+                return await inner.acall(**call_args, **ctx_kwargs)
+            other = run.tool(tool)
+            if other is None:
+                raise LookupError(f"tool {tool!r} is not among the agent's tools nor the "
+                                  "engine's: give it to rac.RAC(tools=[...])")
+            return await other.ainvoke(call_args)
+
+        token = CALL_CONTEXT.set(ctx)
+        try:
+            outcome = await run.aexecute(name, args, ainvoke, agent_id=self._agent_id)
+        finally:
+            CALL_CONTEXT.reset(token)
+        if outcome.ok:
+            return as_output(outcome.result, outcome.tool, args)
+        return failure_output(outcome, name, args)
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        """Call the tool under RAC, blocking (agents call :meth:`acall`; this serves sync
+        callers)."""
+        call_args, ctx = self._split(args, kwargs)
+        run = self._run_of()
+        if run is not None:
+            return self._call(run, call_args, ctx)
+        with self._engine.run(agent_id=self._agent_id, tools=self._peers) as own:
+            return self._call(own, call_args, ctx)
+
+    def _call(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
+        name = self._name
+        ctx_kwargs = self._ctx_kwargs(ctx)
+
+        def invoke(tool: str, call_args: dict[str, Any]) -> Any:
+            if tool == name:
+                return self._inner_async.call(**call_args, **ctx_kwargs)
+            other = run.tool(tool)
+            if other is None:
+                raise LookupError(f"tool {tool!r} is not among the agent's tools nor the "
+                                  "engine's: give it to rac.RAC(tools=[...])")
+            return other.invoke(call_args)
+
+        token = CALL_CONTEXT.set(ctx)
+        try:
+            outcome = run.execute(name, args, invoke, agent_id=self._agent_id)
+        finally:
+            CALL_CONTEXT.reset(token)
+        if outcome.ok:
+            return as_output(outcome.result, outcome.tool, args)
+        return failure_output(outcome, name, args)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        return self.call(*args, **kwargs)

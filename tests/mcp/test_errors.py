@@ -90,8 +90,6 @@ async def test_a_real_request_timeout_is_ambiguous_and_not_retried_blindly() -> 
     assert "timed out" in str(failed.value).lower()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: the core does not yet hold an ambiguous "
-                                       "failure in doubt (lands with effect classes)")
 async def test_a_timed_out_booking_is_never_reported_undone() -> None:
     BOOKED.clear()
     async with create_connected_server_and_client_session(slow._mcp_server) as client:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
 from crewai import Agent, Crew, Process, Task
 from crewai.hooks.dispatch import InterceptionPoint, scoped_hooks
 
 import rac
-from rac.adapters import supports_batches
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
 from rac_crewai import enable_rac
@@ -147,8 +145,6 @@ def test_hierarchical_crew_manager_delegates_and_coworker_rollback_spans_agents(
     assert actions == [("book_flight", "flights agent"), ("book_hotel", "hotels agent")]
 
 
-@pytest.mark.xfail(not supports_batches(), strict=True,
-                   reason="this core's Run.execute takes no batch= (refusing late siblings)")
 def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None:
     world = TravelWorld()
     signals = Signals()

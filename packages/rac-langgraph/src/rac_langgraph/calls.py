@@ -221,7 +221,7 @@ def _for_tool(request: ToolCallRequest, tool: Any, args: dict[str, Any]) -> Tool
 
 def _as_message(request: ToolCallRequest, name: str, raw: Any) -> ToolMessage:
     """A tool message for a call RAC made directly (an alternative only the engine knows)."""
-    if isinstance(raw, ToolMessage):
-        return raw
+    if isinstance(raw, ToolMessage):  # answered to RAC's own call id: re-addressed
+        return raw.model_copy(update={"tool_call_id": request.tool_call["id"], "name": name})
     content = raw if isinstance(raw, str) else json.dumps(raw, default=str, ensure_ascii=False)
     return ToolMessage(content=content, tool_call_id=request.tool_call["id"], name=name)

@@ -10,6 +10,7 @@ from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
 import rac
+import rac.mcp
 from rac.adapters import CallRefused
 from rac.serialize import as_fields
 
@@ -84,6 +85,8 @@ def message_value(message: ToolMessage) -> Any:
         return {"error": content if isinstance(content, str) else str(_content_value(content))}
     artifact = message.artifact
     if artifact is not None and isinstance(artifact, Mapping):
+        if set(artifact) == {"structured_content"}:  # langchain-mcp-adapters' MCP result
+            return rac.mcp.structured_value(artifact["structured_content"])
         return artifact
     content = message.content
     if type(content) is str:

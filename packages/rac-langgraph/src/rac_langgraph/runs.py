@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import rac
+import rac.mcp
 from rac.adapters import RunRegistry, ToolSetCache, registry_of
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
@@ -68,6 +69,8 @@ class TurnRuns(RunRegistry[TurnKey]):
     def __init__(self, engine: rac.RAC, limit: int = 512) -> None:
         super().__init__(engine, limit)
         self.tool_sets = ToolSetCache(engine, self._convert, limit=limit)
+        #: tool lists whose MCP declarations were registered (by their tools' ids)
+        self._mcp_seen: dict[tuple[int, ...], list[Any]] = {}
 
     def _convert(self, tool: Any) -> rac.Tool | None:
         """An agent tool for the run's tool set; a hand-off tool (langgraph-swarm,
@@ -84,8 +87,21 @@ class TurnRuns(RunRegistry[TurnKey]):
         return self.run_for(turn_key(state, config), agent_id=agent_id)
 
     def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
-        """Make the agent's tools callable by ``run`` (compensators, alternatives)."""
+        """Make the agent's tools callable by ``run`` (compensators, alternatives); the MCP
+        declarations of a tool list not seen before are registered first."""
+        if tools:
+            key = tuple(map(id, tools))
+            if key not in self._mcp_seen:
+                self._register_mcp(key, tools)
         self.tool_sets.offer(run, tools)
+
+    def _register_mcp(self, key: tuple[int, ...], tools: Sequence[Any]) -> None:
+        """Register what langchain-mcp-adapters' tools among ``tools`` declare in their MCP
+        metadata (:func:`rac.mcp.register_offered_tools`), once per tool list."""
+        rac.mcp.register_offered_tools(self.engine, tools)
+        if len(self._mcp_seen) >= self.limit:
+            self._mcp_seen.clear()
+        self._mcp_seen[key] = list(tools)  # the tools are kept: the ids stay theirs
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,14 +12,22 @@ import rac
 from rac.adapters import ToolCache, framework_tool
 
 
+def _tool_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
+    """A tool call of ``tool``: invoked with one, a tool answers with a ``ToolMessage`` whose
+    ``status`` says whether it failed (a tool that handles its errors, like those of
+    langchain-mcp-adapters, otherwise returns the error as ordinary content)."""
+    return {"type": "tool_call", "name": tool.name, "args": args,
+            "id": f"rac-{uuid.uuid4().hex[:16]}"}
+
+
 def _convert(tool: BaseTool) -> rac.Tool:
     schema: Any = tool.tool_call_schema  # injected arguments (state, runtime, call id) left out
 
     def call(args: dict[str, Any]) -> Any:
-        return tool.invoke(args)
+        return tool.invoke(_tool_call(tool, args))
 
     async def acall(args: dict[str, Any]) -> Any:
-        return await tool.ainvoke(args)
+        return await tool.ainvoke(_tool_call(tool, args))
 
     return framework_tool(tool.name, call=call, acall=acall, schema=schema,
                           description=tool.description or "")

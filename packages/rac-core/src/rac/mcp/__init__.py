@@ -29,7 +29,7 @@ from rac.mcp.declarations import (
     LookupSpec,
     ToolDeclaration,
 )
-from rac.mcp.errors import MCPErrors, call_tool_result_value, classify_mcp_error
+from rac.mcp.errors import MCPErrors, call_tool_result_value, classify_mcp_error, structured_value
 from rac.mcp.names import NameMap
 from rac.mcp.reading import MCPToolView, read_tool
 from rac.mcp.registration import (
@@ -77,4 +77,5 @@ __all__ = [
     "register_session_tools",
     "session_tools",
     "state_of",
+    "structured_value",
 ]

@@ -130,10 +130,18 @@ def call_tool_result_value(result: Any) -> Any:
     if structured is None:
         structured = getattr(result, "structured_content", None)
     if isinstance(structured, Mapping):
+        return structured_value(structured)
+    return as_fields(text) if text else None
+
+
+def structured_value(structured: Any) -> Any:
+    """A tool's structured MCP result as its plain value: FastMCP's ``{"result": x}`` wrapper
+    of a return value that is not an object unwrapped."""
+    if isinstance(structured, Mapping):
         if set(structured) == {"result"}:
             return structured["result"]
         return dict(structured)
-    return as_fields(text) if text else None
+    return structured
 
 
 class MCPErrors:

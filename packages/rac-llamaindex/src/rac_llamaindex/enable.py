@@ -13,6 +13,7 @@ import rac
 from rac import RAC, ToolSet
 from rac_llamaindex.engine_setup import engine_for
 from rac_llamaindex.guarded_tool import RACFunctionTool
+from rac_llamaindex.retriever import GuardedRetriever
 from rac_llamaindex.run_scope import scoped_run
 from rac_llamaindex.tool_table import tool_name, unique_by_name, unwrap
 from rac_llamaindex.turns import counting_steps
@@ -77,6 +78,12 @@ def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -
     """Wrap the agent's tools in place, each exactly once for ``engine``."""
     object.__setattr__(agent, TOOLS_ENGINE_ATTR, engine)
     count_steps(agent)
+    retriever = agent.tool_retriever
+    if retriever is not None:
+        inner = retriever.rac_inner if isinstance(retriever, GuardedRetriever) else retriever
+        own = [unwrap(t) for t in agent.tools or () if isinstance(t, BaseTool)]
+        object.__setattr__(agent, "tool_retriever",
+                           GuardedRetriever(inner, engine, agent.name, own))
     tools = agent.tools
     if not tools:
         return

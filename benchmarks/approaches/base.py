@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from benchmarks.harness.clock import POLICY_STEP_S, VirtualClock
 from benchmarks.harness.fault_classes import FaultClass
-from benchmarks.harness.faults import FaultLayer
-from benchmarks.harness.policies import Abort, Call, Decision, Finish, Observation, ReActPolicy
+from benchmarks.harness.faults import GATE_TIMEOUT_S, FaultLayer, call_key
+from benchmarks.harness.policies import (
+    Abort,
+    Call,
+    Decision,
+    Finish,
+    Observation,
+    Parallel,
+    ReActPolicy,
+)
 from benchmarks.harness.scenario import Scenario
 from benchmarks.worlds.base import World
 
@@ -114,16 +125,62 @@ def bare_execute(setup: Setup, call: Call) -> Observation:
     return Observation(True, value=value)
 
 
+def run_batch(setup: Setup, calls: list[Call],
+              execute: Callable[[Call], Observation]) -> list[Observation]:
+    """The calls of one model turn, as a framework runs them (threads), with the timing the
+    fault class asks for. ``parallel_inflight``: the siblings are started first and held inside
+    their tools until the failing call has returned to the agent, then released one by one.
+    ``parallel_late``: the failing call runs first, the siblings are started a moment after it
+    returned. Otherwise the calls run one after the other in order."""
+    timing = setup.fault_class.name
+    lead = next((i for i, c in enumerate(calls)
+                 if setup.layer.fails_for_good(c.tool, c.args)), None)
+    if lead is None or timing not in ("parallel_inflight", "parallel_late"):
+        return [execute(c) for c in calls]
+    out: dict[int, Observation] = {}
+    siblings = [i for i in range(len(calls)) if i != lead]
+    if timing == "parallel_late":
+        out[lead] = execute(calls[lead])
+        for i in siblings:
+            out[i] = execute(calls[i])
+        return [out[i] for i in range(len(calls))]
+    held = []
+    for i in siblings:
+        entered, release = threading.Event(), threading.Event()
+        setup.layer.gates[(calls[i].tool, call_key(calls[i].args))] = (entered, release)
+        ctx = contextvars.copy_context()  # the agent's scope, as a framework's executor keeps
+
+        def work(i: int = i, ctx: contextvars.Context = ctx) -> None:
+            out[i] = ctx.run(execute, calls[i])
+
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        entered.wait(GATE_TIMEOUT_S)
+        held.append((t, release))
+    out[lead] = execute(calls[lead])
+    for t, release in held:
+        release.set()
+        t.join()
+    setup.layer.gates.clear()
+    return [out[i] for i in range(len(calls))]
+
+
 def drive(policy: ReActPolicy, setup: Setup,
-          execute: Callable[[Call], Observation], *, max_steps: int = 200) -> Decision:
-    """The agent loop: ask the policy, execute its call, feed back the observation."""
-    obs: Observation | None = None
+          execute: Callable[[Call], Observation], *, max_steps: int = 200,
+          turn: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Decision:
+    """The agent loop: ask the policy, execute its call (or the calls of a parallel turn,
+    inside ``turn()``), feed back the observation."""
+    obs: Observation | list[Observation] | None = None
     for _ in range(max_steps):
         decision = policy.decide(obs)
         setup.clock.advance(POLICY_STEP_S)
         if isinstance(decision, Finish | Abort):
             return decision
-        obs = execute(decision)
+        if isinstance(decision, Parallel):
+            with turn():
+                obs = run_batch(setup, decision.calls, execute)
+        else:
+            obs = execute(decision)
     return Abort("step budget exhausted")
 
 

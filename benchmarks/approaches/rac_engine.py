@@ -5,9 +5,11 @@ rolled back."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from benchmarks.approaches.base import (
 )
 from benchmarks.harness.policies import Abort, Call, Finish, Observation, ReActPolicy
 from benchmarks.worlds.base import World
+from rac.adapters import batches
 from rac.stores import open_store
 
 #: one call plus two retries, as the prompted baseline and the saga get
@@ -171,19 +174,35 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
         def invoke(name: str, args: dict[str, Any]) -> Any:
             return setup.tools[name](**args)
 
+        batch: list[Any] = [None]
+
+        @contextlib.contextmanager
+        def turn() -> Iterator[None]:
+            # the calls of one model turn: one scope, one batch (as an adapter runs them)
+            with run.scope():
+                batch[0] = ("turn", policy.steps)
+                try:
+                    yield
+                finally:
+                    batch[0] = None
+
         def execute(call: Call) -> Observation:
             first = setup.layer.stats.tool_calls + 1
-            with run.scope():
-                out = run.execute(call.tool, call.args, invoke)
+            if batch[0] is not None:
+                out = batches.execute(run, call.tool, call.args, invoke, batch=batch[0])
+            else:
+                with run.scope():
+                    out = run.execute(call.tool, call.args, invoke)
             if out.ok:
                 return Observation(True, value=out.result)
-            if out.report is not None and out.report.clean:
+            if (out.report is not None and out.report.clean) or (
+                    out.report is None and out.undone and "was undone" in (out.message or "")):
                 # RAC told the agent this step is undone and the world is back
                 told.update(range(first, setup.layer.stats.tool_calls + 1))
             return Observation(False, error=str(out.error or out.message), undone=True,
                                report=out.message or "")
 
-        end = drive(policy, setup, execute)
+        end = drive(policy, setup, execute, turn=turn)
         if isinstance(end, Abort):
             report = run.rollback(reason=end.reason, scope="0")
             report_text = engine.render(report)

@@ -12,7 +12,7 @@ from benchmarks.approaches.saga import SagaPlanning
 from benchmarks.harness.clock import VirtualClock
 from benchmarks.harness.fault_classes import CLASSES, VARIANTS, FaultClass, applicable
 from benchmarks.harness.scenario import Scenario
-from benchmarks.worlds import jobshop, logistics, shop, tau2_airline, travel
+from benchmarks.worlds import jobshop, logistics, shop, tau2_airline, tau2_telecom, travel
 
 P_FORGET_SWEEP = (0.0, 0.1, 0.3, 0.5)
 
@@ -21,7 +21,7 @@ P_FORGET_SWEEP = (0.0, 0.1, 0.3, 0.5)
 def scenarios() -> dict[str, Scenario]:
     """Every scenario by ``world/name``."""
     out: dict[str, Scenario] = {}
-    for module in (travel, shop, logistics, jobshop, tau2_airline):
+    for module in (travel, shop, logistics, jobshop, tau2_airline, tau2_telecom):
         for sc in module.scenarios():
             out[sc.key] = sc
     return out

@@ -19,6 +19,10 @@ Every error is what a real tool raises (see :mod:`benchmarks.harness.errors`).
 - ``comp_transient``: unsolvable, and compensators fail before acting (timeout, 503) once.
 - ``comp_permanent``: unsolvable, and a compensator fails for good: the run must end
   needs_attention naming it.
+- ``parallel_inflight``: three calls of one model turn; one fails for good while the two
+  others are inside their tools (started, not finished); they finish after the failure.
+- ``parallel_late``: the same, with the two others started a moment after the failure came
+  back.
 - ``pivot``: the shop's shipping step commits, then times out.
 """
 
@@ -111,6 +115,23 @@ TARGETS: dict[str, tuple[list[FaultRule] | None, list[FaultRule], list[FaultRule
                    message="book_flight: passport of cid rejected")],
         [FaultRule("cancel_flight", "4xx", attempts=None,
                    message="cancel_flight: fare is non-refundable")]),
+    "travel/group_parallel": (
+        None,
+        [FaultRule("book_flight", "4xx", attempts=None, match={"passenger": "cid"},
+                   message="book_flight: passport of cid rejected")],
+        []),
+    "tau2_telecom/roaming_off_three_lines": (
+        None,
+        [FaultRule("disable_roaming", "4xx", attempts=None, match={"line_id": "{third}"},
+                   message="Line {third} not found for customer {roamer}")],
+        [FaultRule("enable_roaming", "4xx", attempts=None,
+                   message="Customer not found")]),
+    "tau2_telecom/trip_abroad": (
+        None,
+        [FaultRule("refuel_data", "4xx", attempts=None,
+                   message="Plan not found for this line")],
+        [FaultRule("resume_line", "4xx", attempts=None,
+                   message="Line must be suspended to resume")]),
     "travel/rebooking": (
         [FaultRule("book_flight", "4xx", attempts=None, match={"flight": "AF12"},
                    message="book_flight: AF12 closed for sale")],
@@ -192,10 +213,12 @@ def targets(scenario: Scenario) -> tuple[list[FaultRule] | None, list[FaultRule]
     """The scenario's (way around, unsolvable, compensator fails) rules; for tau2 scenarios
     the flights, payment ids and wording come from the shipped database."""
     alt, unsolvable, comp = TARGETS[scenario.key]
-    if scenario.world != "tau2_airline":
+    if scenario.world == "tau2_airline":
+        from benchmarks.worlds.tau2_airline import fault_params
+    elif scenario.world == "tau2_telecom":
+        from benchmarks.worlds.tau2_telecom import fault_params
+    else:
         return alt, unsolvable, comp
-    from benchmarks.worlds.tau2_airline import fault_params
-
     params = fault_params()
     return (None if alt is None else [_filled(r, params) for r in alt],
             [_filled(r, params) for r in unsolvable], [_filled(r, params) for r in comp])
@@ -227,6 +250,8 @@ CLASSES: list[FaultClass] = [
     FaultClass("comp_ambiguous", ABORT, _comp_ambiguous_rules),
     FaultClass("comp_permanent", ATTENTION,
                lambda s, w: targets(s)[1] + targets(s)[2]),
+    FaultClass("parallel_inflight", ABORT, lambda s, w: list(targets(s)[1])),
+    FaultClass("parallel_late", ABORT, lambda s, w: list(targets(s)[1])),
     FaultClass("pivot", GOAL, lambda s, w: [FaultRule("ship_order", "timeout", "after_effect",
                                                       attempts=1)]),
 ]
@@ -235,6 +260,9 @@ CLASSES: list[FaultClass] = [
 def applicable(scenario: Scenario, fault_class: FaultClass) -> bool:
     """Whether a class makes sense for a scenario."""
     rules = targets(scenario)
+    parallel = bool(scenario.params.get("parallel"))
+    if fault_class.name.startswith("parallel_") or parallel:
+        return parallel and fault_class.name in ("clean", "parallel_inflight", "parallel_late")
     if fault_class.name == "permanent_alt":
         return rules[0] is not None
     if fault_class.name == "comp_permanent":

@@ -24,6 +24,7 @@ import functools
 import inspect
 import json
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ from benchmarks.harness import errors
 from benchmarks.harness.clock import VirtualClock
 
 IDEMPOTENCY_PARAM = "idempotency_key"
+#: how long a held call waits to be released, a safety net only (the harness releases it)
+GATE_TIMEOUT_S = 30.0
 #: the kinds that raise, and what they raise (see :meth:`FaultLayer.error`)
 RAISING = ("timeout", "reset", "5xx", "504", "429", "4xx", "http4xx")
 
@@ -124,6 +127,14 @@ class FaultLayer:
         self._attempts: dict[tuple[str, str], int] = {}
         #: the idempotency key of the call in progress (worlds read it, as an API reads a header)
         self.current_key: str | None = None
+        #: (tool, logical call) -> (entered, release): the call, once invoked, says it entered
+        #: and waits for release before doing anything (a call in flight, held by the harness)
+        self.gates: dict[tuple[str, str], tuple[threading.Event, threading.Event]] = {}
+
+    def fails_for_good(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether every attempt of this call meets a permanent rule before its effect."""
+        return any(r.tool == tool and r.selects(args) and r.permanent and r.attempts is None
+                   and r.probability >= 1.0 and r.phase == "before_effect" for r in self.rules)
 
     def _draw(self, rule_index: int, rule: FaultRule, tool: str, key: str,
               attempt: int) -> bool:
@@ -180,6 +191,11 @@ class FaultLayer:
 
         @functools.wraps(fn)
         def call(**args: Any) -> Any:
+            if self.gates:
+                gate = self.gates.pop((tool, call_key(args)), None)
+                if gate is not None:
+                    gate[0].set()
+                    gate[1].wait(GATE_TIMEOUT_S)
             self.current_key = args.pop(IDEMPOTENCY_PARAM, None) if takes_key else None
             key = call_key(args)
             attempt = self._attempts.get((tool, key), 0) + 1

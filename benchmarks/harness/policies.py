@@ -38,7 +38,15 @@ class Abort:
     reason: str
 
 
-Decision = Call | Finish | Abort
+@dataclass
+class Parallel:
+    """Several calls from one model turn (a model message asking for parallel tool calls); the
+    next observation is the list of their observations, in this order."""
+
+    calls: list[Call]
+
+
+Decision = Call | Parallel | Finish | Abort
 
 
 @dataclass
@@ -94,14 +102,19 @@ class ReActPolicy:
     _abort_reason: str = ""
     #: what it tried to undo and could not (it saw the error), or knows it cannot undo
     left: list[str] = field(default_factory=list)
+    _batch: list[Call] | None = None
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"policy:{self.seed}:{self.scenario.key}")
 
     # -- the decision loop ---------------------------------------------------------------------
-    def decide(self, last: Observation | None) -> Decision:
-        """The next decision given the observation of the previous call."""
+    def decide(self, last: Observation | list[Observation] | None) -> Decision:
+        """The next decision given the observation of the previous call (a list after a
+        :class:`Parallel` turn)."""
         self.steps += 1
+        if isinstance(last, list):
+            self._observe_batch(last)
+            last = None
         if self._undo_queue is not None:
             return self._next_undo(last)
         if last is not None and self._pending is not None:
@@ -112,7 +125,28 @@ class ReActPolicy:
             return self._next_undo(None)
         return self._forward()
 
+    def _observe_batch(self, observations: list[Observation]) -> None:
+        """Take in every result of a parallel turn (no call of it is retried on its own)."""
+        for call, obs in zip(self._batch or [], observations, strict=True):
+            self._pending, self._tries = call, self.retries
+            self._observe(call, obs)
+        self._batch = None
+        self._pending = None
+
     def _forward(self) -> Decision:
+        todo = [s for s in self.scenario.slots if s.name not in self.done]
+        if self.scenario.params.get("parallel") and len(todo) > 1:
+            calls = []
+            for slot in todo:
+                options = [o for o in slot.options(self.done)
+                           if (slot.name, o.label) not in self.excluded]
+                if not options:
+                    return self._give_up(f"no way left to do {slot.name}")
+                calls.append(Call(options[0].tool, options[0].args(self.done), slot.name,
+                                  options[0].label))
+            self._batch = calls
+            self._pending = None
+            return Parallel(calls)
         for slot in self.scenario.slots:
             if slot.name in self.done:
                 continue
@@ -212,7 +246,13 @@ class PlannerPolicy(ReActPolicy):
 
     def decide(self, last: Observation | None) -> Decision:
         """Next planned call, or stop at the first failure."""
-        if last is not None and not last.ok and not last.undone:
+        if isinstance(last, list):
+            failed = [c.tool for c, o in zip(self._batch or [], last, strict=True)
+                      if not o.ok and not o.undone]
+            if failed:
+                self.steps += 1
+                return Abort(f"{failed[0]} failed")
+        elif last is not None and not last.ok and not last.undone:
             self.steps += 1
             return Abort(f"{self._pending.tool if self._pending else 'a call'} failed")
         return super().decide(last)

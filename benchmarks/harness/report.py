@@ -60,6 +60,11 @@ CLASS_WORDS = {
     "comp_transient": "unsolvable, and compensators fail once before acting (timeout, 503).",
     "comp_permanent": "unsolvable, and a compensator fails for good: the correct end is "
                       "`needs_attention` naming what is still live.",
+    "parallel_inflight": "three bookings issued by one model turn and run in parallel; one is "
+                         "refused for good while the two others are inside their tools, and "
+                         "those finish after the refusal came back.",
+    "parallel_late": "the same turn, with the two siblings started a moment after the refusal "
+                     "came back.",
     "pivot": "the shop's shipping step commits, then times out (an irreversible step in "
              "doubt).",
 }
@@ -147,12 +152,13 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
             lines.append(f"- In-doubt classes ({', '.join(IN_DOUBT)}), variant `{label}`: "
                          f"residual in {res}/{runs} ({res / runs:.0%}), false all-clear in "
                          f"{fcl}/{runs} ({fcl / runs:.0%}).")
-    tau2 = data["by_world"][name].get("tau2_airline")
-    if tau2:
-        lines.append(f"- Real tau2 airline domain: residual in {tau2['residual_runs']}/"
-                     f"{tau2['runs']}, false all-clear in {tau2['false_clean_runs']}, silent "
-                     f"residual in {tau2['silent_residual_runs']}; runs touching what tau2's "
-                     f"tools cannot undo: {tau2['unundoable_runs']}.")
+    for world in ("tau2_airline", "tau2_telecom"):
+        tau2 = data["by_world"][name].get(world)
+        if tau2:
+            lines.append(f"- Real tau2 domain `{world}`: residual in {tau2['residual_runs']}/"
+                         f"{tau2['runs']}, false all-clear in {tau2['false_clean_runs']}, "
+                         f"silent residual in {tau2['silent_residual_runs']}; runs touching "
+                         f"what tau2's tools cannot undo: {tau2['unundoable_runs']}.")
     ex = data.get("false_clean_examples", {}).get(name) or []
     if ex:
         lines.append("- Examples: " + "; ".join(ex) + ".")
@@ -188,7 +194,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         "Offline and deterministic: scripted policies stand in for the model, every fault is "
         "seeded, time is virtual. Each run is judged on the **world's own state**, never on "
         "an approach's log: the ledger of the travel, shop, logistics and job-shop worlds, and "
-        "a field-wise diff of the tau2 database against the copy taken before the run. Every "
+        "a field-wise diff of the tau2 databases (airline, telecom) against the copy taken "
+        "before the run. Every "
         "run gets one outcome:",
         "",
         "- **clean**: nothing of the run is left but what the goal keeps, and nothing needed "
@@ -239,11 +246,19 @@ def render_markdown(data: dict[str, Any]) -> str:
         "but releases no seat and restores no balance). Its scenarios: three passengers "
         "booked one by one, all or nothing; a gift-card booking; an upgrade to business with "
         "an extra bag and a companion's booking (undoing the updates means restoring the "
-        "previous values); a certificate (`send_certificate`, irreversible) and a booking.",
+        "previous values); a certificate (`send_certificate`, irreversible) and a booking. And "
+        "the **real tau2-bench telecom domain**, unpatched in the same way (its "
+        "`get_environment()`, tools and shipped database), whose writes come in clean inverse "
+        "pairs: `suspend_line`/`resume_line`, `enable_roaming`/`disable_roaming`, plus "
+        "`refuel_data` (adds data and charges the bill; no inverse). Its scenarios: roaming "
+        "off on three lines, all or nothing; a trip abroad (suspend one line, roaming on "
+        "another, 2 GB of data for it). Note tau2's own asymmetry: a repeated "
+        "`enable_roaming` answers \"already enabled\", a repeated `suspend_line` raises "
+        "`ValueError('Line must be active to suspend')`.",
         "- **Variants.** `plain`: no tool dedupes a repeated call, as most real tools. "
         "`keyed`: the tools that take an idempotency key in real life (bookings and payments "
         "behind an API like Stripe's) accept one and replay the stored reply for a key they "
-        "have seen. tau2 and the job shop have no such tools: `plain` only.",
+        "have seen. tau2's domains and the job shop have no such tools: `plain` only.",
         "- **Faults.** What real tools raise: `TimeoutError`, `ConnectionResetError`, "
         "`httpx.HTTPStatusError` on a real `httpx.Response` (503, 504, 429 with `Retry-After`, "
         "4xx), `ValueError` in the tool's own words (tau2's wording for tau2). Nothing "
@@ -306,7 +321,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         *_count_table(data["by_world"], meta["worlds"], "false_clean_runs"),
         "",
-        "## The real tau2 airline domain, per class",
+        "## The real tau2 domains, per class",
+        "",
+        "### airline",
         "",
         "Residual runs (false all-clears in the next table):",
         "",
@@ -319,6 +336,15 @@ def render_markdown(data: dict[str, Any]) -> str:
         "residual):",
         "",
         *_cell_table(data["by_world_class_variant"], names, "tau2_airline", "unundoable_runs"),
+        "",
+        "### telecom",
+        "",
+        "Residual runs, then false all-clears:",
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_telecom", "residual_runs"),
+        "",
+        *_cell_table(data["by_world_class_variant"], names, "tau2_telecom",
+                     "false_clean_runs"),
         "",
         "Every cell of every world, per approach, is in `latest.json` under "
         "`by_world_class_variant` (`<world>/<class>/<variant>`).",

@@ -246,4 +246,9 @@ def scenarios() -> list[Scenario]:
         "Move Ann from AF10 to a cheaper later flight, then cancel AF10.",
         lambda w: len(_live(w, "book_flight")) == 1 and not w.ledger.effects["FL-OLD"].live,
         allowed_undo=frozenset({"FL-OLD"}), make_world=TravelWorld)
-    return [trip, group, rebook]
+    parallel = Scenario(
+        "travel", "group_parallel",
+        [Slot(p, group_opts(p)) for p in ("ann", "bob", "cid")],
+        "Book Ann, Bob and Cid on AF12 in one go (three parallel calls); if any cannot fly, "
+        "cancel them all.", group.goal, make_world=TravelWorld, params={"parallel": True})
+    return [trip, group, rebook, parallel]

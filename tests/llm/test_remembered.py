@@ -5,7 +5,9 @@ operator's verdict."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +15,31 @@ import pytest
 
 import rac
 from rac.cli.main import main as rac_main
-from rac.resolver import LLMResolver, PairStore, ScriptedModel
+from rac.resolver import LLMResolver, ScriptedModel
 from rac.testing import TravelWorld, assert_no_live_effects
 
 from .conftest import RIGHT_MAPPING, RIGHT_PAIR
 
 Make = Callable[..., rac.RAC]
 
-# Until the stores' pairs capability is in main, the SQLite store keeps no pairs.
-pytestmark = pytest.mark.skipif(
-    not isinstance(rac.SQLiteStore(":memory:"), PairStore),
-    reason="the SQLite store does not keep compensation pairs yet (pairs capability)")
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A durable log: a SQLite file, or a schema of its own on the PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'log.db'}"
+        return
+    server = os.environ.get("RAC_TEST_POSTGRES_URL")
+    if not server:
+        pytest.skip("RAC_TEST_POSTGRES_URL is not set: no PostgreSQL server to test against")
+    sep = "&" if "?" in server else "?"
+    url = f"{server}{sep}rac_schema=llm_{uuid.uuid4().hex[:12]}"
+    yield url
+    from rac.stores.postgres import PostgresStore
 
-@pytest.fixture
-def log_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'log.db'}"
+    store = PostgresStore(url)
+    store.drop_schema()
+    store.close()
 
 
 def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:

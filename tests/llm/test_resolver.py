@@ -190,3 +190,18 @@ def test_bad_settings_are_refused() -> None:
         LLMResolver(ScriptedModel(), timeout=0)
     with pytest.raises(TypeError, match="got int"):
         LLMResolver(42)  # type: ignore[arg-type]
+
+
+def test_a_store_without_pairs_remembers_them_in_the_process(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture) -> None:
+    class LogOnly(rac.MemoryStore):
+        capabilities: frozenset[str] = frozenset()  # a third-party store: no pairs
+
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"), store=LogOnly())
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        assert _trip_that_fails(engine, world).clean
+        assert _trip_that_fails(engine, world).clean
+    assert model.left == 0 and len(model.prompts) == 2
+    assert sum("rac.pairs_not_durable" in r.getMessage() for r in caplog.records) == 1
+    assert_no_live_effects(world)

@@ -83,11 +83,10 @@ def _demo_with_llm(plain: Any) -> Any:
 
 
 def _book(url: str | None) -> Any:
-    from rac.resolver.book import PairStore
-    from rac.stores import open_store
+    from rac.stores import open_store, supports
 
     store = open_store(url)
-    if not isinstance(store, PairStore):
+    if not supports(store, "pairs"):
         raise ValueError(f"the store {store.url} keeps no compensation pairs (it has no "
                          "put_pair/get_pair/list_pairs)")
     return store

@@ -12,14 +12,14 @@ needs no model. A policy says whether a new proposal is used at once, waits for 
     engine = rac.RAC(tools=[...], plugins=[LLMResolver(chat_model, policy="approve")])
 """
 
-from rac.resolver.book import PairStore, pair_book, pair_key, schema_hash
+from rac.resolver.book import MemoryPairBook, pair_book, pair_key, schema_hash
 from rac.resolver.chat import Answer, ChatModel, PromptFn, ask, message_text, prompt_fn
 from rac.resolver.plugin import LLMResolver, Policy, declared_pairs
-from rac.resolver.scripted import ScriptedModel
+from rac.resolver.scripted import ScriptedModel, Slow
 from rac.resolver.validate import NoProposal
 
 __all__ = [
-    "Answer", "ChatModel", "LLMResolver", "NoProposal", "PairStore", "Policy", "PromptFn",
-    "ScriptedModel", "ask", "declared_pairs", "message_text", "pair_book", "pair_key",
+    "Answer", "ChatModel", "LLMResolver", "MemoryPairBook", "NoProposal", "Policy", "PromptFn",
+    "ScriptedModel", "Slow", "ask", "declared_pairs", "message_text", "pair_book", "pair_key",
     "prompt_fn", "schema_hash",
 ]

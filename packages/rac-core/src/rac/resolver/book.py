@@ -2,11 +2,11 @@
 
 A pair is identified by the tool, its compensator and a hash of both tools' schemas
 (:func:`schema_hash`): a tool whose schema changes is a new pair, asked about again. The pairs
-live in the log's store when it keeps pairs (the ``put_pair``/``get_pair``/``list_pairs``
-capability, :class:`PairStore`), so that the model is asked once per pair, not once per process,
-and a recovery in a fresh process finds the mapping without a model. A store without the
-capability gets an in-process book (:class:`MemoryPairBook`) and a warning: the pairs are then
-forgotten when the process ends.
+live in the log's store when it keeps pairs (the ``pairs`` capability,
+:class:`rac.stores.PairStore`: ``put_pair``/``get_pair``/``list_pairs``), so that the model
+is asked once per pair, not once per process, and a recovery in a fresh process finds the
+mapping without a model. A store without the capability gets an in-process book
+(:class:`MemoryPairBook`) and a warning: the pairs are then forgotten when the process ends.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import hashlib
 import json
 import threading
 import weakref
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from rac.events import emit
 from rac.models import PairRecord
+from rac.stores import PairStore, supports
 from rac.tools import Tool
 
 #: Status of a pair: waiting for an operator, in use, refused, or kept without being used.
@@ -29,25 +30,9 @@ DECLARED = "declared"
 LLM = "llm"
 
 
-@runtime_checkable
-class PairStore(Protocol):
-    """The optional store capability that keeps compensation pairs next to the log."""
-
-    def put_pair(self, pair: PairRecord) -> None:
-        """Insert or replace the pair with ``pair.key``."""
-        ...
-
-    def get_pair(self, key: str) -> PairRecord | None:
-        """The pair with this key, or None."""
-        ...
-
-    def list_pairs(self) -> list[PairRecord]:
-        """Every pair the store keeps."""
-        ...
-
-
 class MemoryPairBook:
-    """Pairs kept in this process only: the fallback for a store without :class:`PairStore`."""
+    """Pairs kept in this process only: the fallback for a store without the ``pairs``
+    capability."""
 
     def __init__(self) -> None:
         self._pairs: dict[str, PairRecord] = {}
@@ -74,8 +59,8 @@ _FALLBACK_LOCK = threading.Lock()
 def pair_book(store: Any) -> PairStore:
     """The pairs of ``store``: the store itself when it keeps pairs, else an in-process book
     shared by everything using that store object (with a warning, once per store)."""
-    if isinstance(store, PairStore):
-        return store
+    if supports(store, "pairs"):
+        return store  # type: ignore[no-any-return]
     with _FALLBACK_LOCK:
         try:
             book = _FALLBACKS.get(store)

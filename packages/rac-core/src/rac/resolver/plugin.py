@@ -39,7 +39,6 @@ from rac.resolver.book import (
     PROPOSED,
     RECORDED,
     REJECTED,
-    PairStore,
     find_pair,
     pair_book,
     pair_key,
@@ -50,6 +49,7 @@ from rac.resolver.book import (
 from rac.resolver.chat import ChatModel, PromptFn, ask, prompt_fn
 from rac.resolver.prompts import compensator_prompt, mapping_prompt
 from rac.resolver.validate import NoProposal, compensator_of, mapping_of, parse_answer
+from rac.stores import PairStore
 
 if TYPE_CHECKING:
     from rac.engine import RAC

@@ -71,3 +71,18 @@ def _structlog_config_restored() -> Iterator[None]:
         structlog.configure(**saved)
     else:
         structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
+def _every_store_obeys_the_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every store an engine opens in the suite is wrapped in rac.testing.LifecycleStore, so any
+    write that breaks the lifecycle tables fails the test that made it."""
+    import rac.engine
+    from rac.stores import open_store
+    from rac.testing import LifecycleStore
+
+    def checked(store: Any = None) -> Any:
+        opened = open_store(store)
+        return opened if isinstance(opened, LifecycleStore) else LifecycleStore(opened)
+
+    monkeypatch.setattr(rac.engine, "open_store", checked)

@@ -45,19 +45,40 @@ def scenario_db_dir() -> str | None:
 
 
 def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
-    """A world's compensation table in RAC's terms (argument paths, nothing guessed)."""
-    return {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
-            for fwd, spec in world.compensations.items()}
+    """A world's compensation table in RAC's terms (argument paths, nothing guessed), plus the
+    updates a before-image can undo, where the core offers ``rac.BeforeImage``."""
+    out = {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
+           for fwd, spec in world.compensations.items()}
+    before_image = getattr(rac, "BeforeImage", None)
+    if before_image is not None:
+        for tool, (read, read_args, args) in world.restores.items():
+            out[tool] = rac.Compensation(tool=tool, args=dict(args),
+                                         before=before_image(read, args=dict(read_args)))
+    return out
+
+
+def declarations(world: type[World] | World) -> dict[str, Any]:
+    """What a careful user declares beyond the pairs, where the core offers it: each tool's
+    effect class (a repeat of ``idempotent`` tools does nothing more; tools that take a key are
+    found ``keyed`` by their parameter; the rest are ``unsafe``) and the irreversible tools."""
+    if not hasattr(rac, "Effect"):
+        return {}
+    effects = {t: "idempotent" for t in world.idempotent_tools}
+    return {"effects": effects, "irreversible": sorted(world.irreversible)}
 
 
 class ResultSchema:
     """The application's response check, through RAC's ``rac_detect_result_error`` hook: a
     forward tool's result must carry a non-empty id of the effect it made. A response without
-    one (truncated or garbled) is a transient failure; the retry carries the same idempotency
-    key, so the API returns the original reply instead of acting twice."""
+    one (truncated or garbled) is an error. A careful user asks for a retry only where the
+    tool takes an idempotency key (``keyed``: the retry carries the same key, so the API returns
+    the original reply instead of acting twice); elsewhere a retry would act again, so the
+    error is permanent."""
 
-    def __init__(self, id_fields: dict[str, str]) -> None:
+    def __init__(self, id_fields: dict[str, str], keyed: frozenset[str] = frozenset()) -> None:
         self.id_fields = dict(id_fields)
+        #: the tools that take a key in the run at hand (set per run)
+        self.keyed = keyed
 
     @rac.hookimpl
     def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
@@ -67,14 +88,17 @@ class ResultSchema:
         value = result.get(field) if isinstance(result, dict) else None
         if isinstance(value, str) and value:
             return None
-        return rac.ResultError(f"{tool}: response has no valid {field}", result, transient=True)
+        return rac.ResultError(f"{tool}: response has no valid {field}", result,
+                               transient=tool in self.keyed)
 
 
-def make_engine(world: World, store: str, clock: Any) -> rac.RAC:
+def make_engine(world: World, store: str, clock: Any,
+                schema: ResultSchema | None = None) -> rac.RAC:
     """An engine configured for ``world``."""
     return rac.RAC(compensations=compensations(world), alternatives=world.alternatives,
                    read_only=world.read_only, retry=RETRY, store=store, clock=clock,
-                   plugins=[ResultSchema(world.effect_field)], load_entrypoints=False)
+                   plugins=[schema or ResultSchema(world.effect_field)], load_entrypoints=False,
+                   **declarations(world))
 
 
 def log_view(world: World, records: list[rac.Record]) -> LogView:
@@ -122,7 +146,8 @@ class RACApproach:
     _tmp: Path | None = field(default=None, repr=False)
     #: one engine per world class, reused by every run of this process (building an engine
     #: registers its plugins, which costs more than a whole run); each run gets its own store
-    _engines: dict[type, tuple[rac.RAC, SwitchClock]] = field(default_factory=dict, repr=False)
+    _engines: dict[type, tuple[rac.RAC, SwitchClock, ResultSchema]] = field(
+        default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -149,9 +174,12 @@ class RACApproach:
         run_id = f"{setup.scenario.key}:{setup.fault_class.name}:{setup.seed}"
         if type(world) not in self._engines:
             clock = SwitchClock()
-            self._engines[type(world)] = (make_engine(world, "memory://", clock), clock)
-        engine, clock = self._engines[type(world)]
+            schema = ResultSchema(world.effect_field)
+            self._engines[type(world)] = (make_engine(world, "memory://", clock, schema),
+                                          clock, schema)
+        engine, clock, schema = self._engines[type(world)]
         clock.target = setup.clock
+        schema.keyed = setup.layer.keyed
         engine.store = open_store(self._store_url(run_id))
         tools = [rac.Tool.from_function(fn, name=name) for name, fn in setup.tools.items()]
         try:

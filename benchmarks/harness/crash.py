@@ -31,7 +31,13 @@ from typing import Any
 
 import rac
 from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, Episode, RunResult, make_setup
-from benchmarks.approaches.rac_engine import RETRY, ResultSchema, drive_under_rac, log_view
+from benchmarks.approaches.rac_engine import (
+    RETRY,
+    ResultSchema,
+    declarations,
+    drive_under_rac,
+    log_view,
+)
 from benchmarks.harness import catalog
 from benchmarks.harness.classify import classify
 from benchmarks.harness.invariants import INVARIANTS, check
@@ -145,8 +151,10 @@ def _engine(world: World, tools: dict[str, Callable[..., Any]], url: str, clock:
     rtools = [rac.Tool.from_function(fn, name=name) for name, fn in tools.items()]
     engine = rac.RAC(compensations=comps, alternatives=world.alternatives,
                      read_only=world.read_only, retry=RETRY, store=url, clock=clock,
-                     plugins=[ResultSchema(world.effect_field), *plugins], tools=rtools,
-                     load_entrypoints=False)
+                     plugins=[ResultSchema(world.effect_field,
+                                           world.keyed_tools if variant == "keyed"
+                                           else frozenset()), *plugins], tools=rtools,
+                     load_entrypoints=False, **declarations(world))
     return engine, rtools
 
 

@@ -40,7 +40,10 @@ CLASS_WORDS = {
                  "**before** the tool did anything, gone by the third attempt; some calls are "
                  "slow (15 s on the virtual clock). A retry is always safe here.",
     "garbled": "the effect happened and a `200` came back whose id field is missing or "
-               "blank (a truncated body). The effect is live but the caller cannot name it.",
+               "blank (a truncated body). The effect is live but the caller cannot name it. "
+               "RAC is given the response check through its `rac_detect_result_error` hook "
+               "(retry only where the tool takes a key, else a permanent error); the others "
+               "read what they get.",
     "ambiguous_first": "**in doubt**: the effect commits, then the call raises a "
                        "`TimeoutError`, a `ConnectionResetError` or an HTTP 504, on the first "
                        "attempt of the logical call only. A retry acts again unless the tool "
@@ -281,7 +284,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         "is declared undoable only where the core can restore a before-image). `reference`: "
         "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
         "exact state mappers. None of the baselines passes idempotency keys (a model does not "
-        "make them up); RAC passes one to every tool that declares the parameter.",
+        "make them up); RAC passes one to every tool that declares the parameter. The "
+        "baselines undo only what has an inverse tool in the world's table: tau2's updates, "
+        "whose undo needs the previous values read back, they leave in place (the prompted "
+        "model and the saga name them when they give up). `saga` runs a parallel turn's calls "
+        "one after the other.",
         "- **Cost model.** A policy step is one model call (1.5 s virtual); tool calls take 0.2 s "
         "virtual; backoff waits are virtual. `rac-sqlite` scenario runs keep their logs in "
         "`/dev/shm` when it exists (`$RAC_BENCH_SQLITE_DIR` overrides).",

@@ -25,11 +25,15 @@ def evaluate(figures: dict[str, Any], overhead: dict[str, Any],
     out: dict[str, Any] = {}
     mem_over = overhead.get("rac-memory")
     if mem_over:
-        worst = max(v["median"] for v in mem_over.values())
-        out["rac-core: memory store per-call overhead <= 15 us (median) at 0/10/100/1000 "
-            "records"] = {
-            "pass": worst <= 15.0,
-            "detail": ", ".join(f"{k}: {v['median']} us" for k, v in mem_over.items())}
+        # the absolute 15 us target is replaced by ratios (issue 12): flat in log size here,
+        # and <= 0.8x the reference's core path in benchmarks/suites/core_path.py
+        base = max(mem_over["0"]["median"], 0.1)
+        drift = mem_over["1000"]["median"] / base
+        out["rac-core: memory store per-call overhead flat in log size (1000 records "
+            "<= 1.25x 0 records)"] = {
+            "pass": drift <= 1.25,
+            "detail": ", ".join(f"{k}: {v['median']} us" for k, v in mem_over.items())
+            + f"; ratio {drift:.2f}"}
     mem_roll = (rollback or {}).get("rac-memory")
     if mem_roll and "10000" in mem_roll:
         per_record, fixed = rollback_slope(mem_roll)

@@ -66,7 +66,7 @@ def overhead(url: str, calls: int = 300) -> dict[str, float]:
 def recovery_time(url: str, records: int) -> dict[str, float]:
     engine = engine_for(url)
     run = engine.run()
-    run._start()
+    run.start()
     for i in range(records):
         run.call(act, n=i)  # the process "dies" here: the run is left running
     t = time.perf_counter()

@@ -44,6 +44,11 @@ class World:
     #: tools that accept an idempotency key in the ``keyed`` variant (payments and bookings
     #: behind an API like Stripe's); in the default variant no tool does, and a repeat acts
     keyed_tools: ClassVar[frozenset[str]] = frozenset()
+    #: tools a repeat of which does nothing more (declared ``idempotent`` to RAC)
+    idempotent_tools: ClassVar[frozenset[str]] = frozenset()
+    #: updates undone by calling the same tool with the values read before it ran:
+    #: tool -> (read tool, read args, compensation args with ``before.`` paths)
+    restores: ClassVar[dict[str, tuple[str, dict[str, str], dict[str, str]]]] = {}
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock

@@ -44,6 +44,18 @@ SAME_AS_BEFORE = ("flights", "cabin", "passengers", "total_baggages", "nonfree_b
                   "status")
 
 
+def same_field(name: str, a: Any, b: Any) -> bool:
+    """Whether two values of a reservation field are the same by the domain's notion: an
+    itinerary is its flight numbers and dates (tau2 re-prices a flight it books again), the
+    rest compares as is."""
+    if name == "flights":
+        def legs(fs: Any) -> list[tuple[str, str]]:
+            return [(f["flight_number"], f["date"]) if isinstance(f, dict)
+                    else (f.flight_number, f.date) for f in fs or []]
+        return legs(a) == legs(b)
+    return bool(a == b)
+
+
 @functools.cache
 def shared() -> tuple[Any, Any]:
     """tau2's airline environment for this process, and a deep copy of its database as
@@ -71,6 +83,22 @@ class Tau2AirlineWorld(World):
     }
     read_only = frozenset({"get_user_details", "get_reservation_details",
                            "search_direct_flight"})
+    #: a repeat with the same values charges nothing and changes nothing (tau2 prices the
+    #: difference to the reservation as it is)
+    idempotent_tools = frozenset(UPDATE_FIELDS)
+    restores: ClassVar[dict[str, tuple[str, dict[str, str], dict[str, str]]]] = {
+        "update_reservation_flights": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "cabin": "before.cabin",
+             "flights": "before.flights", "payment_id": "args.payment_id"}),
+        "update_reservation_baggages": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "total_baggages": "before.total_baggages",
+             "nonfree_baggages": "before.nonfree_baggages", "payment_id": "args.payment_id"}),
+        "update_reservation_passengers": (
+            "get_reservation_details", {"reservation_id": "args.reservation_id"},
+            {"reservation_id": "args.reservation_id", "passengers": "before.passengers"}),
+    }
     irreversible = frozenset({"send_certificate"})
     #: effectful tools without an inverse in tau2's tool set (undone only by restoring the
     #: previous values with the same tool)
@@ -149,7 +177,7 @@ class Tau2AirlineWorld(World):
             eid = f"{rid}:{tool}"
             before = self.before.reservations.get(rid)
             same = before is not None and all(
-                getattr(out, f) == getattr(before, f) for f in UPDATE_FIELDS[tool])
+                same_field(f, getattr(out, f), getattr(before, f)) for f in UPDATE_FIELDS[tool])
             eff = led.effects.get(eid)
             if same and eff is not None and eff.live:
                 led.undo(eid)
@@ -214,7 +242,8 @@ class Tau2AirlineWorld(World):
                 elif any(abs(v) > 1e-6 for v in net.values()):
                     live.append((key, Live(f"{key}: payments net {net}", "cancel_reservation")))
                 continue
-            diff = self.field_diff(old, new)
+            diff = {k: v for k, v in self.field_diff(old, new).items()
+                    if not same_field(k, v[0], v[1])}
             for tool, fields in UPDATE_FIELDS.items():
                 if any(f in diff for f in fields):
                     eid = f"{key}:{tool}"

@@ -79,6 +79,8 @@ class Tau2TelecomWorld(World):
                                                  "line_id": "args.line_id"}),
     }
     read_only = frozenset({"get_customer_by_id", "get_data_usage"})
+    #: a repeat answers "Roaming was already enabled/disabled" and changes nothing
+    idempotent_tools = frozenset({"enable_roaming", "disable_roaming"})
     irreversible = frozenset({"refuel_data"})
 
     def __init__(self, clock: VirtualClock) -> None:

@@ -69,7 +69,7 @@ def test_dependents_are_compensated_before_what_they_depend_on(make_engine: Any,
                               lambda n, a: run.tool(n).invoke(a))  # type: ignore[union-attr]
         assert outcome.ok and hotel
         flight = run.call("book_flight", passenger="a", origin="X", dest="Y")
-        run._records[2].depends_on = [3]  # declared after the fact: baggage needs the flight
+        run.log.records[2].depends_on = [3]  # declared after the fact: baggage needs the flight
         report = run.rollback("test")
     order = [u.tool for u in report.compensated]
     assert order.index("add_baggage") < order.index("book_flight")

@@ -76,7 +76,7 @@ def test_recovery_after_a_crash_uses_the_stored_mapping(
     # a process books a flight and a hotel, then dies before its run ends
     engine = resolver_engine(LLMResolver(ScriptedModel([]), policy="auto"), store=log_url)
     run = engine.run()
-    run._start()
+    run.start()
     run.call("book_flight", passenger="bob", origin="SFO", dest="CDG")
     run.call("book_hotel", guest="bob", city="Paris", nights=1)
     engine.store.close()

@@ -31,7 +31,7 @@ def test_the_full_rac_entry_is_read() -> None:
     meta = rac.mcp.recovery_meta(
         compensation="cancel_flight", args={"booking_id": "result.booking_id"},
         lookup={"tool": "find_bookings", "args": {"passenger": "args.passenger"},
-                "found": "result.bookings", "match": {"request_key": "key"}},
+                "items": "result.bookings", "match": {"request_key": "key"}},
         effect="unsafe", meta={"com.example/other": 1})
     assert meta["com.example/other"] == 1
     found = rac.mcp.declarations_from_mcp([tool(meta=meta), CANCEL, FIND], server="travel")
@@ -39,7 +39,7 @@ def test_the_full_rac_entry_is_read() -> None:
         tool="cancel_flight", args={"booking_id": "result.booking_id"})
     t = found.tools["book_flight"]
     assert t.lookup == rac.mcp.LookupSpec(tool="find_bookings", args={"passenger": "args.passenger"},
-                                          found="result.bookings", match={"request_key": "key"})
+                                          items="result.bookings", match={"request_key": "key"})
     assert t.declaration.source == "_meta"
     assert found.effects == {"book_flight": "unsafe"}
 

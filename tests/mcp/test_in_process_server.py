@@ -120,3 +120,14 @@ async def test_untrusted_read_only_claim_is_refused_under_the_refuse_policy() ->
             with pytest.raises(rac.NoCompensationError, match="delete_file"):
                 await run.acall("delete_file", path="notes.txt")
     assert FILES == {"notes.txt": "keep me"}
+
+
+async def test_declarations_from_a_session_it_lists_itself() -> None:
+    async with create_connected_server_and_client_session(app._mcp_server) as client:
+        found = await rac.mcp.declarations_from_session(client, server="travel", trusted=True)
+        engine = rac.RAC(store="memory://", load_entrypoints=False)
+        again = await rac.mcp.register_session_tools(engine, client, server="travel")
+    assert found.compensations["book_flight"].tool == "cancel_flight"
+    assert sorted(found.read_only) == ["delete_file", "search"]
+    assert engine.registry.pairs["book_partner_flight"].tool == "cancel_flight"
+    assert again.claims_read_only == ["search", "delete_file"]

@@ -73,7 +73,7 @@ async def test_pairs_come_from_the_server_and_compensations_run_through_it(
     assert eng.registry.pairs["book_flight"] == rac.Compensation(
         tool="cancel_flight", args={"booking_id": "result.booking_id"})
     assert rac.mcp.state_of(eng).tools["book_flight"].lookup == rac.mcp.LookupSpec(
-        tool="find_flights", args={"passenger": "args.passenger"}, found="result.bookings",
+        tool="find_flights", args={"passenger": "args.passenger"}, items="result.bookings",
         match={"place": "args.dest"})
     # The server's own world: both bookings undone by the server's cancel tools.
     assert [(tool, event) for tool, _, event in ledger(world_file)] == [

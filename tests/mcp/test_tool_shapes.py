@@ -135,3 +135,32 @@ def test_something_that_is_not_an_mcp_tool_is_an_error() -> None:
     engine = rac.RAC(store="memory://", load_entrypoints=False)
     with pytest.raises(rac.ConfigurationError, match="MCP server 'travel': cannot read int"):
         engine.register_mcp_tools([3], server="travel")
+
+
+def test_offered_tools_with_bad_metadata_are_a_clear_error() -> None:
+    pytest.importorskip("langchain_mcp_adapters")
+    from langchain_mcp_adapters.tools import convert_mcp_tool_to_langchain_tool
+
+    bad = Tool(name="book_flight", inputSchema={"type": "object"},  # type: ignore[call-arg]
+               _meta={KEY: {"compensation": "cancel_flihgt"}})
+    connection: Any = {"transport": "stdio", "command": "unused", "args": []}
+    offered = [convert_mcp_tool_to_langchain_tool(None, t, connection=connection)
+               for t in [bad, v1_tools()[2]]]
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with pytest.raises(rac.ConfigurationError) as err:
+        rac.mcp.register_offered_tools(engine, offered)
+    assert "tool 'book_flight'" in str(err.value) and "'cancel_flihgt'" in str(err.value)
+    assert "engine.register_mcp_tools(tools, server=...)" in str(err.value)
+
+
+def test_offered_tools_without_mcp_metadata_register_nothing() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.tools import StructuredTool
+
+    def greet(name: str) -> str:
+        """Say hello."""
+        return f"hello {name}"
+
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    assert rac.mcp.register_offered_tools(engine, [StructuredTool.from_function(greet)]) is None
+    assert engine.plugin_manager.get_plugin("rac.mcp.errors") is None

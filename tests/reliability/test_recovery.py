@@ -36,7 +36,7 @@ def crashed_run(world: KeyedTravelWorld, url: str, point: str, clock: VirtualClo
     crash.watch(world)
     engine.register_plugin(crash)
     run = engine.run()
-    run._start()
+    run.start()
     try:
         for tool, args in [("book_flight", {"passenger": "a", "origin": "X", "dest": "Y"}),
                            ("book_hotel", {"guest": "a", "city": "Y", "nights": 1}),
@@ -123,17 +123,17 @@ def test_an_error_during_recovery_leaves_the_run_claimable(tmp_path: Path) -> No
     class Boom(Exception):
         pass
 
-    class Exploding:
-        @rac.hookimpl
-        def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
-                                 reason: str) -> None:
-            raise Boom("the recoverer hit a bug")
+    def broken_read(run_id: str) -> list[rac.Record]:
+        raise Boom("the recoverer hit a bug")
 
-    engine.register_plugin(Exploding())
+    # A plugin that raises no longer breaks a recovery (it is "no answer"): a store that fails
+    # while the run is rebuilt does.
+    engine.store.get_records = broken_read  # type: ignore[method-assign]
     (out,) = engine.recover([run_id])
     assert out.outcome == "error" and "Boom" in (out.reason or "")
     info = engine.store.get_run(run_id)
-    assert info is not None and info.owner is None and info.status is RunStatus.COMPENSATING
+    assert info is not None and info.owner is None
+    assert info.status in (RunStatus.RUNNING, RunStatus.COMPENSATING)  # claimable again
     # Not stranded: any recoverer finds and finishes it.
     again = keyed_engine(world, url, clock)
     assert [r.run_id for r in find_unfinished(again)] == [run_id]
@@ -156,7 +156,7 @@ def test_a_different_step_at_a_seq_is_a_sequence_mismatch(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 'log.db'}"
     engine = keyed_engine(world, url)
     run = engine.run()
-    run._start()
+    run.start()
     first = run.call("book_flight", passenger="a", origin="X", dest="Y")
     # The process stops here; a new one carries the run on from its log.
     successor = keyed_engine(world, url)

@@ -9,7 +9,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import rac
 from rac.demo.crash import CRASH_POINTS, CrashPlugin, KeyedTravelWorld
-from rac.models import LEGAL_TRANSITIONS, Record, RecordKind, RecordStatus, RunStatus
+from rac.lifecycle import RECORD_TRANSITIONS as LEGAL_TRANSITIONS
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.stores import MemoryStore
 from rac.testing import VirtualClock
 from tests.reliability.support import check_world_after_abort, keyed_engine
@@ -80,7 +81,7 @@ class RollbackMachine(RuleBasedStateMachine):
             plugin.watch(self.world)
         engine = self._engine(plugin)
         run = engine.run()
-        run._start()
+        run.start()
         crashed = False
         try:
             for tool in self.plan:

@@ -42,5 +42,5 @@ def test_cancel_in_backoff_leaves_no_record_in_flight(make_engine, world):
 
     run = asyncio.run(main())
     assert world.live() == []
-    assert run._in_flight == set()
+    assert run.in_flight == set()
     assert run.status in (RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION), run.status

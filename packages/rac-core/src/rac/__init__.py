@@ -19,7 +19,11 @@ _EXPORTS: dict[str, str] = {
     "CallOutcome": "rac.run", "Run": "rac.run", "Scope": "rac.run", "current_run": "rac.run",
     "Classification": "rac.classify", "ErrorKind": "rac.classify",
     "Clock": "rac.clock", "SystemClock": "rac.clock",
-    "Compensation": "rac.registry",
+    "Compensation": "rac.registry", "Lookup": "rac.registry", "BeforeImage": "rac.registry",
+    "Effect": "rac.registry", "Irreversible": "rac.registry",
+    "AmbiguousError": "rac.errors", "CallRefused": "rac.errors",
+    "UndoneAction": "rac.report", "AttemptedAlternative": "rac.report",
+    "LifecycleError": "rac.lifecycle",
     "CompensationMappingError": "rac.errors", "ConfigurationError": "rac.errors",
     "ConflictError": "rac.errors", "NoCompensationError": "rac.errors",
     "PermanentError": "rac.errors", "RACError": "rac.errors", "ResultError": "rac.errors",
@@ -36,7 +40,16 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AmbiguousError",
+    "AttemptedAlternative",
+    "BeforeImage",
     "CallOutcome",
+    "CallRefused",
+    "Effect",
+    "Irreversible",
+    "LifecycleError",
+    "Lookup",
+    "UndoneAction",
     "Classification",
     "Clock",
     "Compensation",
@@ -79,6 +92,8 @@ if TYPE_CHECKING:
     from rac.clock import Clock, SystemClock
     from rac.engine import RAC
     from rac.errors import (
+        AmbiguousError,
+        CallRefused,
         CompensationMappingError,
         ConfigurationError,
         ConflictError,
@@ -92,9 +107,10 @@ if TYPE_CHECKING:
         TransientError,
     )
     from rac.hookspecs import hookimpl, hookspec
+    from rac.lifecycle import LifecycleError
     from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
-    from rac.registry import Compensation
-    from rac.report import RecoveryReport
+    from rac.registry import BeforeImage, Compensation, Effect, Irreversible, Lookup
+    from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
     from rac.retry import RetryPolicy
     from rac.run import CallOutcome, Run, Scope, current_run
     from rac.stores import MemoryStore, SQLiteStore, Store, open_store

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rac.errors import PermanentError, ResultError, TransientError
+from rac.errors import AmbiguousError, PermanentError, ResultError, TransientError
 from rac.serialize import as_fields, to_jsonable
 
 
@@ -29,20 +29,45 @@ class ErrorKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Classification:
-    """The verdict on one failure: its kind and, if the error said so, when to retry."""
+    """The verdict on one failure: its kind and, if the error said so, when to retry.
+
+    ``kind`` may be given as its string (``Classification("ambiguous")``); anything else is
+    refused at once. ``fallback`` is True when no rule knew the error (an exception of an
+    unknown type, taken as permanent): compensations are still retried after such errors.
+    """
 
     kind: ErrorKind
     retry_after: float | None = None
     reason: str = ""
+    fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, ErrorKind):
+            try:
+                object.__setattr__(self, "kind", ErrorKind(self.kind))
+            except ValueError:
+                raise ValueError(f"Classification kind must be one of "
+                                 f"{[k.value for k in ErrorKind]}, got {self.kind!r}") from None
 
     @property
     def transient(self) -> bool:
-        """True if the failure may go away by retrying."""
+        """True if the failure happened before any effect and may go away by retrying."""
         return self.kind is ErrorKind.TRANSIENT
 
+    @property
+    def ambiguous(self) -> bool:
+        """True if the call may have taken effect."""
+        return self.kind is ErrorKind.AMBIGUOUS
 
-_TRANSIENT_NAME_PARTS = ("Timeout", "TimedOut", "ConnectError", "ConnectionError",
-                         "ServiceUnavailable", "TooManyRequests", "RateLimit", "Throttl")
+
+#: Exception class names (anywhere in the MRO) that say the request never reached the tool.
+_TRANSIENT_NAME_PARTS = ("ConnectError", "ConnectTimeout", "ConnectionRefused", "ServiceUnavailable",
+                         "TooManyRequests", "RateLimit", "Throttl")
+#: Exception class names that say the request may have been carried out: it was sent and
+#: the answer was lost.
+_AMBIGUOUS_NAME_PARTS = ("Timeout", "TimedOut", "RemoteProtocolError", "ConnectionReset",
+                         "ConnectionAborted", "ServerDisconnected", "IncompleteRead",
+                         "ConnectionClosed", "ConnectionError")
 _FAILED_STATUSES = {"error", "failed", "failure"}  # all begin with e or f (see below)
 _SIGNAL_KEYS = frozenset({"error", "status", "success", "ok"})
 _FLAG_KEYS = _SIGNAL_KEYS - {"status"}
@@ -80,30 +105,46 @@ def _retry_after(err: BaseException) -> float | None:
 
 
 def classify_http_status(code: int) -> ErrorKind:
-    """429, 408 and 5xx are transient; other 4xx are permanent."""
-    if code in (408, 425, 429) or code >= 500:
+    """408, 425, 429 and 503 are transient (the request was not carried out); 500, 502, 504
+    and other 5xx are ambiguous (it may have been); other 4xx are permanent."""
+    if code in (408, 425, 429, 503):
         return ErrorKind.TRANSIENT
+    if code >= 500:
+        return ErrorKind.AMBIGUOUS
     return ErrorKind.PERMANENT
 
 
 def default_classify(error: BaseException) -> Classification:
-    """RAC's built-in classification of an exception."""
+    """RAC's built-in classification of an exception.
+
+    ``rac.TransientError`` and ``ConnectionRefusedError`` (nothing was sent), 408/425/429/503
+    and ``Retry-After``: transient. ``rac.AmbiguousError``, ``TimeoutError``, a connection
+    reset, aborted or closed, HTTP 5xx other than 503, and exception types whose names say
+    timeout or lost connection: ambiguous. ``rac.PermanentError``, other 4xx: permanent. An
+    exception of any other type: permanent, as a ``fallback``.
+    """
     if isinstance(error, TransientError):
         return Classification(ErrorKind.TRANSIENT, error.retry_after, "TransientError")
+    if isinstance(error, AmbiguousError):
+        return Classification(ErrorKind.AMBIGUOUS, None, "AmbiguousError")
     if isinstance(error, PermanentError):
         return Classification(ErrorKind.PERMANENT, None, "PermanentError")
     if isinstance(error, ResultError):
         kind = ErrorKind.TRANSIENT if error.transient else ErrorKind.PERMANENT
         return Classification(kind, error.retry_after, "error in result")
-    if isinstance(error, TimeoutError | ConnectionError):
+    if isinstance(error, ConnectionRefusedError):
         return Classification(ErrorKind.TRANSIENT, None, type(error).__name__)
+    if isinstance(error, TimeoutError | ConnectionError):
+        return Classification(ErrorKind.AMBIGUOUS, None, type(error).__name__)
     code = _status_code(error)
     if code is not None:
         return Classification(classify_http_status(code), _retry_after(error), f"HTTP {code}")
     for cls in type(error).__mro__:
         if any(part in cls.__name__ for part in _TRANSIENT_NAME_PARTS):
             return Classification(ErrorKind.TRANSIENT, _retry_after(error), cls.__name__)
-    return Classification(ErrorKind.PERMANENT, None, type(error).__name__)
+        if any(part in cls.__name__ for part in _AMBIGUOUS_NAME_PARTS):
+            return Classification(ErrorKind.AMBIGUOUS, None, cls.__name__)
+    return Classification(ErrorKind.PERMANENT, None, type(error).__name__, fallback=True)
 
 
 def default_detect_result_error(result: Any) -> ResultError | None:

@@ -114,52 +114,52 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
             yield v
 
 
-def _echoed_nested(value: Any, args: Mapping[str, Any]) -> bool:
-    """True if ``value`` is among the call's nested arguments (inside a dict or list)."""
-    for v in args.values():
-        t = type(v)
-        if t is not str and t is not int and t is not float and t is not bool and v is not None:
-            return value in set(argument_values(args))  # nested arguments: the rare case
-    return False
-
-
 class DependencyIndex:
     """Maps id-like values produced by completed calls to the seq that produced them.
 
-    Indexing is lazy about what counts as an id: a flat result's strings and large integers are
-    remembered as candidates (a dict insert each), and :func:`is_id_like` runs only when a later
-    call's argument matches one, which is rare, instead of on every value of every result.
+    A value counts as produced by a call only when it appears in that call's result and not in
+    its own arguments or in any earlier call's arguments (a customer id echoed back by every
+    booking is nobody's product). A tool may narrow what it produces to named result fields
+    (``produces``), or to nothing. Indexing is lazy about what counts as an id: candidates are
+    remembered cheaply and :func:`is_id_like` runs only when a later argument matches one.
     """
 
     def __init__(self) -> None:
         # value -> (seq, key): key is the result field it came from, or None once verified.
         self._producers: dict[Any, tuple[int, str | None]] = {}
+        #: every scalar any call of the run was given
+        self._inputs: set[Any] = set()
 
     def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None,
-                   flat_args: bool = False) -> None:
+                   flat_args: bool = False, *, fields: Iterable[str] | None = None) -> None:
         """Remember the ids a completed call returned (the first producer of a value wins).
 
-        Values the call was given in ``args`` and merely echoes back (a customer id, say) are
-        not its products: a later call passing them does not depend on this one.
-        ``flat_args`` says the arguments hold no nested dicts or lists (spares a scan).
-        """
+        ``fields``, when given, are the only result fields whose values count (an empty list:
+        none). ``flat_args`` is accepted for compatibility and ignored."""
+        given = set(argument_values(args)) if args else set()
+        given |= self._inputs
         producers = self._producers
+        if fields is not None:
+            data = as_fields(result)
+            if not isinstance(data, Mapping):
+                return
+            for f in fields:
+                v = data.get(f)
+                if isinstance(v, str | int) and not isinstance(v, bool) and v not in given:
+                    producers.setdefault(v, (seq, None))
+            return
         if type(result) is dict:
-            given = args.values() if args else ()
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers and v not in given and not (
-                            given and not flat_args
-                            and _echoed_nested(v, args)):  # type: ignore[arg-type]
+                    if v not in producers and v not in given:
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
             else:
                 return
-        echoed: set[Any] | None = set(argument_values(args)) if args else None
         for value in result_ids(result):
-            if not (echoed and value in echoed):
+            if value not in given:
                 producers.setdefault(value, (seq, None))
 
     def forget(self, seqs: Iterable[int]) -> None:
@@ -180,26 +180,11 @@ class DependencyIndex:
         return seq if _ID_KEY.search(str(key)) else None
 
     def dependencies(self, args: Mapping[str, Any]) -> list[int]:
-        """Seqs of the calls whose ids appear in ``args``."""
-        producers = self._producers
-        if not producers:
-            return []
-        found: set[int] | None = None
-        for v in args.values():  # fast path: flat arguments, usually matching nothing
-            t = type(v)
-            if t is str or t is int:
-                if v in producers:
-                    seq = self._producer(v)
-                    if seq is not None:
-                        if found is None:
-                            found = set()
-                        found.add(seq)
-            elif t is not float and t is not bool and v is not None:
-                found = set()
-                for x in argument_values(args):
-                    if x in producers:
-                        seq = self._producer(x)
-                        if seq is not None:
-                            found.add(seq)
-                break
-        return sorted(found) if found else []
+        """Seqs of the calls whose ids appear in ``args``; the values of ``args`` are
+        remembered as inputs of the run (no later call produces them)."""
+        values = list(argument_values(args))
+        found = {seq for v in values if v in self._producers
+                 for seq in [self._producer(v)] if seq is not None}
+        if len(self._inputs) < 100_000:
+            self._inputs.update(v for v in values if v not in self._producers)
+        return sorted(found)

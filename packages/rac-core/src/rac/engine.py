@@ -14,16 +14,17 @@ from typing import Any, Literal, TypeVar, cast
 import pluggy
 
 from rac import hookspecs
-from rac.classify import default_detect_result_error
 from rac.clock import Clock, SystemClock
+from rac.dispatch import Hooks
 from rac.errors import ConfigurationError
-from rac.plugins import (
-    DEFAULT_PLUGINS,
-    DefaultArgumentMapper,
-    RegistryCompensations,
-    StructuredResultErrors,
+from rac.plugins import DEFAULT_PLUGINS
+from rac.registry import (
+    CompensationRegistry,
+    CompensationSpec,
+    Effect,
+    Irreversible,
+    Lookup,
 )
-from rac.registry import CompensationRegistry, CompensationSpec
 from rac.report import RecoveryReport, render_report
 from rac.retry import RetryPolicy
 from rac.run import Run, current_run
@@ -36,14 +37,9 @@ NoCompensationPolicy = Literal["warn", "assume_read_only", "refuse"]
 _POLICIES = ("warn", "assume_read_only", "refuse")
 
 
-def _is_method(fn: Callable[..., Any] | None, method: Callable[..., Any]) -> bool:
-    """True if ``fn`` is ``method`` bound to an instance of its class."""
-    return getattr(fn, "__func__", None) is method
-
-
 class _PluginManager(pluggy.PluginManager):
-    """A plugin manager that tells the engine when plugins come and go (to refresh the
-    hot-path shortcuts)."""
+    """A plugin manager that tells the engine when plugins come and go (to refresh its
+    :class:`rac.dispatch.Hooks`)."""
 
     def __init__(self, project: str, on_change: Callable[[], None]) -> None:
         super().__init__(project)
@@ -85,8 +81,19 @@ class RAC:
         clock: time source for backoff (inject :class:`rac.testing.VirtualClock` in tests).
         agent_id: default agent id of runs.
         load_entrypoints: also load plugins published in the ``rac`` entry point group.
-        max_value_chars: size above which a logged argument or result is stored truncated with
-            its hash.
+        max_value_chars: size above which a logged argument or result is shown truncated with
+            its hash (the exact value an undo needs is kept apart, see ``Record.undo``).
+        effects: tool name -> its effect class (:class:`rac.Effect`: ``"read_only"``,
+            ``"idempotent"``, ``"keyed"``, ``"unsafe"``); undeclared side-effecting tools are
+            ``keyed`` when they take ``key_param``, else ``unsafe``.
+        key_param: the parameter through which a ``keyed`` tool takes RAC's per-step
+            idempotency key (default ``"idempotency_key"``).
+        irreversible: tools that have no undo (a list, or tool name -> :class:`rac.Irreversible`
+            policy ``"run"``/``"refuse"``/``"approve"``).
+        lookups: tool name -> :class:`rac.Lookup` that reconciles its calls (also declared as
+            ``Compensation(lookup=...)``).
+        produces: tool name -> the result fields whose values it produces (narrows dependency
+            inference; ``[]`` turns it off for the tool).
     """
 
     def __init__(self, *, compensations: Mapping[str, CompensationSpec] | None = None,
@@ -98,7 +105,12 @@ class RAC:
                  no_compensation: NoCompensationPolicy = "warn",
                  clock: Clock | None = None, agent_id: str = "agent",
                  load_entrypoints: bool = True,
-                 max_value_chars: int = DEFAULT_MAX_CHARS) -> None:
+                 max_value_chars: int = DEFAULT_MAX_CHARS,
+                 effects: Mapping[str, Effect | str] | None = None,
+                 key_param: str = "idempotency_key",
+                 irreversible: Iterable[str] | Mapping[str, Irreversible | str] | None = None,
+                 lookups: Mapping[str, Lookup | Mapping[str, Any]] | None = None,
+                 produces: Mapping[str, Iterable[str]] | None = None) -> None:
         if no_compensation not in _POLICIES:
             raise ConfigurationError(f"no_compensation must be one of {_POLICIES}, "
                                      f"got {no_compensation!r}")
@@ -112,7 +124,22 @@ class RAC:
         if alternatives is not None and not isinstance(alternatives, Mapping):
             raise ConfigurationError("alternatives must be a mapping of tool name -> list of "
                                      f"tools, got {type(alternatives).__name__}")
+        if not isinstance(key_param, str) or not key_param:
+            raise ConfigurationError(f"key_param must be a parameter name, got {key_param!r}")
         self.registry = CompensationRegistry(compensations, alternatives, read_only)
+        for tool, effect in (effects or {}).items():
+            self.registry.set_effect(tool, effect)
+        if irreversible is not None:
+            policies = irreversible.items() if isinstance(irreversible, Mapping) \
+                else ((t, Irreversible.RUN) for t in irreversible)
+            for tool, policy in policies:
+                self.registry.set_irreversible(tool, policy)
+        for tool, lookup in (lookups or {}).items():
+            self.registry.add_lookup(tool, lookup)
+        for tool, fields in (produces or {}).items():
+            self.registry.set_produces(tool, fields)
+        #: The parameter through which keyed tools take RAC's idempotency key.
+        self.key_param = key_param
         #: State adapters keep per engine (keyed by the adapter's package name).
         self.extensions: dict[str, Any] = {}
         self._adapted: dict[tuple[Any, str | None], Tool] = {}
@@ -126,19 +153,7 @@ class RAC:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
-        self._normalizes = self._notify_records = self._notify_runs = False
-        self._normalize_one: Callable[..., Any] | None = None
-        self._notify_rollbacks = False
-        self._resolve_fast: Callable[..., Any] | None = None
-        self._detect_fast: Callable[..., Any] | None = None
-        # Set while only the default plugin answers: the hot path reads the registry and runs
-        # the default detection directly, without a plugin call.
-        self._pairs_direct = False
-        self._detect_direct = False
-        self._map_direct = False
-        self._map_fast: Callable[..., Any] | None = None
-        self._auto_approve = False
-        self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._refresh_hook_flags)
+        self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._plugins_changed)
         self.plugin_manager.add_hookspecs(hookspecs)
         for name, cls in DEFAULT_PLUGINS.items():
             self.plugin_manager.register(cls(), name=name)
@@ -147,9 +162,11 @@ class RAC:
         for plugin in plugins:
             self.register_plugin(plugin)
         self.hook = self.plugin_manager.hook
+        self._plugins_changed()
         if tools is not None:
             self.tools = tools_by_name([self.adapt_tool(t) for t in tools])
             self.registry.check_known(self.tools)
+            self.registry.check_params(self.tools)
         self.store: Store = open_store(store)
 
     # -- plugins and tools -----------------------------------------------------------------------
@@ -162,80 +179,28 @@ class RAC:
         except pluggy.PluginValidationError as e:
             raise ConfigurationError(f"plugin {plugin!r} does not match the hookspecs: {e}") from e
 
-    def _refresh_hook_flags(self) -> None:
-        """Cache which hooks have implementations beyond the defaults, so the hot path of a
-        call skips pluggy's dispatch when only a default plugin would answer."""
-        if not hasattr(self, "plugin_manager"):
-            return
-        hook = self.plugin_manager.hook
-        normalizers = hook.rac_normalize_result.get_hookimpls()
-        self._normalizes = bool(normalizers)
-        # One normalizer (an adapter's, usually): called directly, without pluggy's dispatch.
-        self._normalize_one = normalizers[0].function \
-            if len(normalizers) == 1 and not normalizers[0].hookwrapper \
-            and not normalizers[0].wrapper else None
-        self._notify_rollbacks = bool(hook.rac_rollback_started.get_hookimpls()
-                                      or hook.rac_rollback_finished.get_hookimpls())
-        self._notify_records = bool(hook.rac_record_written.get_hookimpls())
-        self._notify_runs = bool(hook.rac_run_status_changed.get_hookimpls())
-        self._resolve_fast = self._sole_default(hook.rac_resolve_compensation,
-                                                "rac.default.compensations")
-        self._detect_fast = self._sole_default(hook.rac_detect_result_error,
-                                               "rac.default.result_errors")
-        self._map_fast = self._sole_default(hook.rac_map_compensation_args,
-                                            "rac.default.mapping")
-        self._auto_approve = self._sole_default(hook.rac_approve_compensation,
-                                                "rac.default.approve") is not None
-        self._pairs_direct = _is_method(self._resolve_fast,
-                                        RegistryCompensations.rac_resolve_compensation)
-        self._detect_direct = _is_method(self._detect_fast,
-                                         StructuredResultErrors.rac_detect_result_error)
-        self._map_direct = _is_method(self._map_fast,
-                                      DefaultArgumentMapper.rac_map_compensation_args)
-
-    @staticmethod
-    def _sole_default(caller: Any, name: str) -> Callable[..., Any] | None:
-        impls = caller.get_hookimpls()
-        if len(impls) == 1 and impls[0].plugin_name == name:
-            return cast(Callable[..., Any], impls[0].function)
-        return None
+    def _plugins_changed(self) -> None:
+        if hasattr(self, "plugin_manager"):
+            hooks = getattr(self, "hooks", None)
+            if hooks is None:
+                #: How the engine asks its plugins (see :mod:`rac.dispatch`).
+                self.hooks = Hooks(self.plugin_manager)
+            else:
+                hooks.refresh()
 
     def normalize_result(self, tool: str, result: Any) -> Any:
-        """``result`` as RAC reads it (``rac_normalize_result``; itself when no plugin changes
-        it)."""
-        one = self._normalize_one
-        norm = one(tool=tool, result=result) if one is not None \
-            else self.hook.rac_normalize_result(tool=tool, result=result)
+        """``result`` as RAC reads it (``rac_normalize_result``; itself with no answer)."""
+        norm = self.hooks.first("rac_normalize_result", tool=tool, result=result)
         return result if norm is None else norm
 
     def resolve_compensation(self, record: Any) -> Any:
         """How to undo ``record`` (through ``rac_resolve_compensation``), or None."""
-        if self._pairs_direct:
-            return self.registry.pairs.get(record.tool)
-        if self._resolve_fast is not None:
-            return self._resolve_fast(engine=self, record=record)
-        return self.hook.rac_resolve_compensation(engine=self, record=record)
-
-    def map_compensation_args(self, **kw: Any) -> dict[str, Any] | None:
-        """The compensating call's arguments (through ``rac_map_compensation_args``)."""
-        if self._map_fast is not None:
-            return cast(dict[str, Any], self._map_fast(**kw))
-        return cast("dict[str, Any] | None", self.hook.rac_map_compensation_args(**kw))
-
-    def approve_compensation(self, **kw: Any) -> bool:
-        """False if a plugin holds this compensation (``rac_approve_compensation``)."""
-        if self._auto_approve:
-            return True
-        return self.hook.rac_approve_compensation(**kw) is not False
+        return self.hooks.first("rac_resolve_compensation", engine=self, record=record)
 
     def detect_result_error(self, tool: str, result: Any) -> BaseException | None:
         """The failure a result describes (through ``rac_detect_result_error``), or None."""
-        if self._detect_direct:
-            return default_detect_result_error(result)
-        if self._detect_fast is not None:
-            return cast(BaseException | None, self._detect_fast(tool=tool, result=result))
         return cast(BaseException | None,
-                    self.hook.rac_detect_result_error(tool=tool, result=result))
+                    self.hooks.first("rac_detect_result_error", tool=tool, result=result))
 
     def add_passthrough(self, *exc_types: type[BaseException]) -> None:
         """Declare exceptions that are control flow of a framework (interrupts, hand-offs): RAC
@@ -260,7 +225,7 @@ class RAC:
             obj_key = (obj, name)
         if cached is not None:
             return cached
-        adapted = self.hook.rac_adapt_tool(tool=obj)
+        adapted = self.hooks.first("rac_adapt_tool", tool=obj)
         tool = cast(Tool, adapted) if adapted is not None else as_tool(obj, name=name)
         if obj_key is not None and len(self._adapted) < 4096:
             self._adapted[obj_key] = tool
@@ -272,6 +237,7 @@ class RAC:
         new = tools_by_name([self.adapt_tool(t) for t in tools])
         self.tools.update(new)
         self.registry.check_known(self.tools, only_for=list(new))
+        self.registry.check_params(self.tools)
 
     def register_mcp_tools(self, tools: Iterable[Any], *, server: str | None = None,
                            trusted: bool = False, names: Any = None) -> Any:
@@ -286,12 +252,12 @@ class RAC:
 
     def render(self, report: RecoveryReport) -> str:
         """The text the agent receives for ``report`` (through ``rac_render_report``)."""
-        text = self.hook.rac_render_report(report=report)
-        return cast(str, text) if text is not None else render_report(report)
+        text = self.hooks.first("rac_render_report", report=report)
+        return text if isinstance(text, str) else render_report(report)
 
     # -- runs -----------------------------------------------------------------------------------
     def run(self, *, run_id: str | None = None, agent_id: str | None = None,
-            tools: Iterable[Tool | Callable[..., Any]] | None = None) -> Run:
+            tools: Iterable[Tool | Callable[..., Any]] | ToolSet | None = None) -> Run:
         """A new run (transaction scope); use it as a context manager, sync or async."""
         return Run(self, run_id=run_id, agent_id=agent_id, tools=tools)
 
@@ -359,6 +325,13 @@ class RAC:
         from rac.recovery import resume
 
         return resume(self, run_id)
+
+    def resolve(self, run_id: str, seq: int, *, note: str, by: str | None = None) -> Any:
+        """Record that a person settled what a rollback left live (see
+        :func:`rac.recovery.resolve`); returns the run's :class:`rac.RunInfo`."""
+        from rac.recovery import resolve
+
+        return resolve(self, run_id, seq, note=note, by=by)
 
     async def aresume(self, run_id: str) -> Any:
         """Async :meth:`resume`."""

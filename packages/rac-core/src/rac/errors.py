@@ -32,7 +32,13 @@ class SequenceMismatchError(RACError):
     """A resumed run asked for a different step than the log holds at that sequence number."""
 
 
-class NoCompensationError(RACError):
+class CallRefused(RACError):
+    """RAC refused a tool call before it ran; the message says why (no compensator under
+    ``no_compensation="refuse"``, an irreversible tool refused or not approved, a before-image
+    that could not be read, a sibling of a model turn that was rolled back)."""
+
+
+class NoCompensationError(CallRefused):
     """Raised before a side-effecting tool with no compensator runs, under ``no_compensation="refuse"``."""
 
 
@@ -60,6 +66,12 @@ class TransientError(Exception):
     def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class AmbiguousError(Exception):
+    """Raise from a tool to say the call may have taken effect and RAC cannot tell (the request
+    was sent, the answer was lost). RAC retries it only when a repeat is safe (``idempotent``
+    or ``keyed`` tools); otherwise it reconciles the call or holds it in doubt."""
 
 
 class PermanentError(Exception):

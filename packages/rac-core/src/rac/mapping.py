@@ -13,8 +13,8 @@ from typing import Any
 
 from rac.dependencies import is_id_like
 from rac.errors import CompensationMappingError
-from rac.registry import Compensation, _parse_path, parse_path
-from rac.serialize import as_fields, is_secret_key
+from rac.registry import Compensation, parse_path
+from rac.serialize import as_fields
 
 _MISSING = object()
 
@@ -23,14 +23,21 @@ IDEMPOTENCY_PARAM = "idempotency_key"
 
 
 def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
-                 param: str) -> Any:
-    """The value at ``path`` (``result.x.y`` / ``args.x``); raises CompensationMappingError if a
-    field on the way is missing."""
-    root, parts = _parse_path(path, tool, param) if type(path) is str \
-        else parse_path(path, tool=tool, param=param)
-    value: Any = result if root == "result" else args
+                 param: str, before: Any = None) -> Any:
+    """The value at ``path`` (``result.x.y`` / ``args.x`` / ``before.x``); raises
+    CompensationMappingError if a field on the way is missing."""
+    return resolve_in(path, {"args": args, "result": result, "before": before}, tool=tool,
+                      param=param)
+
+
+def resolve_in(path: str, sources: Mapping[str, Any], *, tool: str, param: str) -> Any:
+    """The value at ``path`` whose first part names one of ``sources`` (``args``, ``result``,
+    ``before``, ``key``); raises CompensationMappingError if a field on the way is missing."""
+    roots = tuple(sources)
+    root, parts = parse_path(path, tool=tool, param=param, roots=roots)
+    value: Any = sources[root]
     if not parts:
-        return as_fields(value) if root == "result" else value
+        return as_fields(value) if root in ("result", "before") else value
     for i, part in enumerate(parts):
         if type(value) is dict and part in value:  # the common case, without as_fields
             value = value[part]
@@ -50,95 +57,22 @@ def resolve_path(path: str, args: Mapping[str, Any], result: Any, *, tool: str,
     return value
 
 
-_PATHS: dict[int, tuple[Mapping[str, Any], list[tuple[str, Any, bool, str | None]]]] = {}
-_FLAT: dict[int, tuple[Mapping[str, Any], bool]] = {}
-
-
-def copies_fields(spec: Any) -> bool:
-    """True if ``spec`` (a compensation's ``args``) only copies single fields
-    (``"result.x"``/``"args.y"``) into parameters whose names are not secrets: mapped from flat
-    plain dicts, such arguments are flat and plain too (nothing to redact in the log)."""
-    if type(spec) is not dict:
-        return False
-    hit = _FLAT.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    flat = all(field is not None and not is_secret_key(param)
-               for param, _path, _from_result, field in _one_field_paths(spec, ""))
-    if len(_FLAT) < 4096:
-        _FLAT[id(spec)] = (spec, flat)
-    return flat
-
-
-def _one_field_paths(spec: Mapping[str, Any], tool: str
-                     ) -> list[tuple[str, Any, bool, str | None]]:
-    """``(param, path, from_result, field)`` for each declared path, where ``field`` is the one
-    field a ``"result.x"``/``"args.x"`` path names (None for longer or other paths); parsed once
-    per declaration (cached by identity: declarations are not changed once registered)."""
-    hit = _PATHS.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    out: list[tuple[str, Any, bool, str | None]] = []
-    for param, path in spec.items():
-        if type(path) is str:
-            root, parts = _parse_path(path, tool, param)
-            out.append((param, path, root == "result", parts[0] if len(parts) == 1 else None))
-        else:
-            out.append((param, path, False, None))
-    if len(_PATHS) < 4096:
-        _PATHS[id(spec)] = (spec, out)
-    return out
-
-
-def field_plan(compensation: Compensation, params: list[str] | None, required: list[str]
-               ) -> list[tuple[str, bool, str]] | None:
-    """``(param, from_result, field)`` for each declared argument when every one is a single
-    field of the original result or arguments and every required parameter of the
-    compensator is declared (the idempotency key aside): such arguments are looked up
-    directly, with :func:`map_positional` as the fallback for anything else (a missing
-    field, a result that is not a dict). None when the declaration is not of that form."""
-    spec = compensation.args
-    if type(spec) is not dict or params is None:
-        return None
-    paths = _one_field_paths(spec, compensation.tool)
-    if any(field is None for _param, _path, _from_result, field in paths):
-        return None
-    if any(p not in spec and p != IDEMPOTENCY_PARAM for p in required):
-        return None
-    return [(param, from_result, field) for param, _path, from_result, field in paths
-            if field is not None]
-
-
 def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, Any],
                   result: Any, params: list[str] | None, required: list[str],
-                  idempotency_key: str | None = None) -> dict[str, Any]:
+                  idempotency_key: str | None = None, before: Any = None) -> dict[str, Any]:
     """The arguments for ``compensation.tool`` undoing a call of ``tool``.
 
-    ``params``/``required`` describe the compensator's parameters (None if unknown). Raises
-    :class:`CompensationMappingError` with a message such as
-    ``"cannot map argument 'booking_ref' of cancel_hotel"``.
+    ``args``/``result`` are the original call's, ``before`` its before-image (if one was
+    declared); ``params``/``required`` describe the compensator's parameters (None if unknown).
+    Raises :class:`CompensationMappingError` naming the parameter that cannot be mapped, and
+    never maps a required parameter to None: ``"cannot map argument 'booking_ref' of
+    cancel_hotel"``.
     """
-    return map_positional(compensation, tool, args, result, params, required, idempotency_key)
-
-
-def map_positional(compensation: Compensation, tool: str, args: Mapping[str, Any], result: Any,
-                   params: list[str] | None, required: list[str],
-                   idempotency_key: str | None) -> dict[str, Any]:
-    """:func:`map_arguments` with positional parameters (a rollback calls it once per record)."""
     comp_tool = compensation.tool
     spec = compensation.args
-    if type(spec) is dict:
-        mapped = {}
-        hit = _PATHS.get(id(spec))
-        paths = hit[1] if hit is not None and hit[0] is spec else _one_field_paths(spec, comp_tool)
-        for param, path, from_result, field in paths:
-            # a one-field path into a dict is looked up here; anything else is walked
-            source = result if from_result else args
-            if field is not None and type(source) is dict and field in source:
-                mapped[param] = source[field]
-            else:
-                mapped[param] = resolve_path(path, args, result, tool=comp_tool, param=param)
-    elif callable(spec) and not isinstance(spec, Mapping):
+    sources = {"args": args, "result": result, "before": before}
+    origin: dict[str, str] = {}
+    if callable(spec) and not isinstance(spec, Mapping):
         try:
             out = spec(dict(args), result)
         except Exception as e:
@@ -150,11 +84,14 @@ def map_positional(compensation: Compensation, tool: str, args: Mapping[str, Any
                 f"the argument mapper of {comp_tool} (undoing {tool}) returned "
                 f"{type(out).__name__}, not a dict")
         mapped = dict(out)
+        origin = dict.fromkeys(mapped, "the argument mapper")
     elif isinstance(spec, Mapping):
-        mapped = {param: resolve_path(path, args, result, tool=comp_tool, param=param)
+        mapped = {param: resolve_in(path, sources, tool=comp_tool, param=param)
                   for param, path in spec.items()}
+        origin = {param: repr(path) for param, path in spec.items()}
     else:
         mapped = _match_by_name(comp_tool, tool, args, result, params, required)
+        origin = dict.fromkeys(mapped, "a field of the same name")
     if (idempotency_key is not None and params is not None and IDEMPOTENCY_PARAM in params
             and IDEMPOTENCY_PARAM not in mapped):
         mapped[IDEMPOTENCY_PARAM] = idempotency_key
@@ -164,6 +101,12 @@ def map_positional(compensation: Compensation, tool: str, args: Mapping[str, Any
                 raise CompensationMappingError(
                     f"cannot map argument {p!r} of {comp_tool}: declare it, e.g. "
                     f"Compensation(tool={comp_tool!r}, args={{{p!r}: 'result.<field>'}})")
+    for p, v in mapped.items():
+        if v is None and (p in required or params is None):
+            raise CompensationMappingError(
+                f"cannot map argument {p!r} of {comp_tool} (undoing {tool}): "
+                f"{origin.get(p, 'its source')} is None; RAC does not call {comp_tool} "
+                f"with {p}=None")
     return mapped
 
 
@@ -194,4 +137,4 @@ def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: A
     return mapped
 
 
-__all__ = ["IDEMPOTENCY_PARAM", "map_arguments", "resolve_path"]
+__all__ = ["IDEMPOTENCY_PARAM", "map_arguments", "resolve_in", "resolve_path"]

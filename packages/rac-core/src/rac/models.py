@@ -37,6 +37,8 @@ class RunStatus(StrEnum):
     COMPENSATING = "compensating"
     COMPENSATED = "compensated"
     NEEDS_ATTENTION = "needs_attention"
+    #: An operator settled what a rollback left live (``rac resolve``).
+    RESOLVED = "resolved"
 
 
 class RecordKind(StrEnum):
@@ -44,20 +46,6 @@ class RecordKind(StrEnum):
 
     ACTION = "action"
     COMPENSATION = "compensation"
-
-
-#: Legal status changes of a record; anything else is a bug and is refused by the engine.
-LEGAL_TRANSITIONS: dict[RecordStatus, frozenset[RecordStatus]] = {
-    RecordStatus.PENDING: frozenset({RecordStatus.COMPLETED, RecordStatus.FAILED,
-                                     RecordStatus.COMPENSATING,
-                                     RecordStatus.COMPENSATION_FAILED}),
-    RecordStatus.COMPLETED: frozenset({RecordStatus.COMPENSATING, RecordStatus.COMPENSATION_FAILED}),
-    RecordStatus.FAILED: frozenset(),
-    RecordStatus.COMPENSATING: frozenset({RecordStatus.COMPENSATED,
-                                          RecordStatus.COMPENSATION_FAILED}),
-    RecordStatus.COMPENSATED: frozenset(),
-    RecordStatus.COMPENSATION_FAILED: frozenset({RecordStatus.COMPENSATING}),
-}
 
 
 @dataclass(slots=True)
@@ -91,7 +79,8 @@ class Record:
     created_at: float = 0.0
     updated_at: float = 0.0
     #: The tool's effect class when it was called (``read_only``, ``idempotent``, ``keyed``,
-    #: ``unsafe``, ``irreversible``); empty in logs written before effect classes existed.
+    #: ``unsafe``; see :class:`rac.Effect`); empty in logs written before effect classes
+    #: existed. An irreversible tool's record also has ``compensable`` False.
     effect: str = ""
     #: What undoing this record needs, exactly as the call had it (mapped fields of the
     #: arguments and result, the before-image): never redacted or truncated, kept out of

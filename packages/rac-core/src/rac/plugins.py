@@ -33,13 +33,13 @@ class DefaultArgumentMapper:
     """Maps compensation arguments: callable, declared paths, else parameter names."""
 
     @hookimpl(trylast=True)
-    def rac_map_compensation_args(self, engine: RAC, record: Record, compensation: Compensation,
+    def rac_map_compensation_args(self, record: Record, compensation: Compensation,
                                   tool: Tool | None, args: dict[str, Any], result: Any,
-                                  idempotency_key: str) -> dict[str, Any]:
+                                  idempotency_key: str, before: Any) -> dict[str, Any]:
         return map_arguments(compensation, tool=record.tool, args=args, result=result,
                              params=tool.params if tool else None,
                              required=tool.required if tool else [],
-                             idempotency_key=idempotency_key)
+                             idempotency_key=idempotency_key, before=before)
 
 
 class DefaultErrorClassifier:
@@ -62,8 +62,7 @@ class AutoApprove:
     """Approves every compensation (replace it to hold compensations for a person)."""
 
     @hookimpl(trylast=True)
-    def rac_approve_compensation(self, engine: RAC, record: Record, compensation: Compensation,
-                                 args: dict[str, Any]) -> bool:
+    def rac_approve_compensation(self) -> bool:
         return True
 
 

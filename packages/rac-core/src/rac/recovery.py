@@ -6,10 +6,12 @@ one proceeds), rebuilds it from its records, and compensates every side effect i
 made, newest first:
 
 * completed actions, as a rollback would;
-* in-doubt actions (intent written, no outcome): the action may or may not have happened, so its
-  compensator is called anyway. It must tolerate the action never having happened. When the
-  tool accepted an ``idempotency_key``, the mapping sees that key among the call's arguments
-  (``args["idempotency_key"]``) so the compensator can look the effect up; the result is None;
+* in-doubt actions (intent written, no outcome, or ``in_doubt``): the action may or may not
+  have happened. When a lookup is declared for its tool (:class:`rac.Lookup`), it is asked
+  first: found, the effect is compensated from the found result; absent, nothing is done.
+  Otherwise its compensator is called with what can be mapped without the result (the
+  arguments, and the idempotency key the call was made with, as ``args["idempotency_key"]``);
+  if the compensation needs the missing result, the action is named as possibly live;
 * interrupted compensations (the action is ``compensating``): a compensation whose outcome was
   written is taken as done; one with no outcome is marked ``failed`` (in doubt) and run again
   with the same idempotency key, so a compensator must also be idempotent.
@@ -33,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from rac.effects import drive_async, drive_sync
 from rac.errors import RACError, SequenceMismatchError
 from rac.events import emit
-from rac.mapping import IDEMPOTENCY_PARAM
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -125,46 +126,27 @@ def find_unfinished(engine: RAC, *, stale_after: float | None = None) -> list[Ru
 
 
 # -- rebuilding a run --------------------------------------------------------------------------
-def _accepts_key(engine: RAC, tool: str) -> bool:
-    t = engine.tools.get(tool)
-    return t is not None and bool(t.params) and IDEMPOTENCY_PARAM in (t.params or [])
-
-
-def rebuild(engine: RAC, info: RunInfo, records: list[Record], *,
-            retry_dead_letters: bool) -> Run:
-    """A :class:`Run` rebuilt from the log, made ready for a rollback that finishes the work:
-    interrupted compensations are reconciled and, when ``retry_dead_letters``, dead letters are
-    queued again. Writes go to the log (only legal status changes)."""
+def rebuild(engine: RAC, info: RunInfo, records: list[Record]) -> Run:
+    """A :class:`Run` rebuilt from the log, its interrupted compensations settled: one whose
+    outcome was written counts as done; one with an intent and no outcome is closed as failed
+    (in doubt) so that the rollback runs it again with the same idempotency key. Every change
+    is a legal status change written to the log."""
     run = Run.from_log(engine, info, records)
     comps: dict[int, list[Record]] = {}
     for rec in records:
         if rec.kind is RecordKind.COMPENSATION and rec.compensates is not None:
             comps.setdefault(rec.compensates, []).append(rec)
-    # A compensation with an intent and no outcome is in doubt: close it as failed; the
-    # compensation is run again below with the same idempotency key.
-    for crecs in comps.values():
-        for crec in crecs:
-            if crec.status is RecordStatus.PENDING:
-                run._update(crec, status=RecordStatus.FAILED, note="in_doubt",
-                            error="in doubt: the process stopped before the outcome of this "
-                                  "compensation was written; recovery runs it again")
-    for rec in records:
-        if rec.kind is not RecordKind.ACTION:
-            continue
-        if _accepts_key(engine, rec.tool) and IDEMPOTENCY_PARAM not in rec.args:
-            # The key the tool was called with: lets an in-doubt effect be looked up.
-            run._raw[rec.seq] = ({**rec.args, IDEMPOTENCY_PARAM: rec.idempotency_key},
-                                 rec.result)
-        if rec.status is RecordStatus.COMPENSATING:
-            done = any(c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ()))
-            if done:
-                run._update(rec, status=RecordStatus.COMPENSATED)
-            else:
-                # Queue it for the rollback again. In memory only: the rollback's next write
-                # (compensating) is a legal change of the stored status.
-                rec.status = RecordStatus.COMPLETED
-        elif rec.status is RecordStatus.COMPENSATION_FAILED and retry_dead_letters:
-            rec.status = RecordStatus.COMPLETED
+    with run.lock:
+        for crecs in comps.values():
+            for crec in crecs:
+                if crec.status is RecordStatus.PENDING:
+                    run.log.update(crec, status=RecordStatus.FAILED, note="in_doubt",
+                                   error="in doubt: the process stopped before the outcome of "
+                                         "this compensation was written; recovery runs it again")
+        for rec in records:
+            if rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPENSATING and any(
+                    c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ())):
+                run.log.update(rec, status=RecordStatus.COMPENSATED)
     return run
 
 
@@ -187,8 +169,7 @@ def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_s
                                   reason=f"the run is {info.status}, nothing to recover")
     emit("rac.recovery", run_id=run_id, status="claimed", owner=owner,
          previous=str(info.status))
-    return rebuild(engine, info, store.get_records(run_id),
-                   retry_dead_letters=retry_dead_letters), None
+    return rebuild(engine, info, store.get_records(run_id)), None
 
 
 def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
@@ -199,8 +180,11 @@ def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
     engine.store.update_run(run_id, **fields)
 
 
-def _rollback(run: Run, reason: str) -> Flow[RecoveryReport]:
-    return run._rollback_flow("0", reason=reason)
+def _rollback(run: Run, reason: str, retry_dead_letters: bool) -> Flow[RecoveryReport]:
+    requeue = [RecordStatus.COMPENSATING]
+    if retry_dead_letters:
+        requeue.append(RecordStatus.COMPENSATION_FAILED)
+    return run.rollback_flow("0", reason=reason, requeue=requeue)
 
 
 def _finish(engine: RAC, run: Run, report: RecoveryReport) -> RecoveredRun:
@@ -317,7 +301,8 @@ def _recover_one_sync(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
         if run is None:
             assert skipped is not None
             return skipped
-        report = drive_sync(_rollback(run, reason), engine.clock, engine.passthrough)
+        report = drive_sync(_rollback(run, reason, retry_dead_letters), engine.clock,
+                            engine.passthrough)
         return _finish(engine, run, report)
     except Exception as e:  # noqa: BLE001 - reported, and the run is left claimable
         return _failed(engine, run_id, e)
@@ -332,10 +317,56 @@ async def _recover_one_async(engine: RAC, run_id: str, statuses: Iterable[RunSta
         if run is None:
             assert skipped is not None
             return skipped
-        report = await drive_async(_rollback(run, reason), engine.clock, engine.passthrough)
+        report = await drive_async(_rollback(run, reason, retry_dead_letters), engine.clock,
+                                   engine.passthrough)
         return _finish(engine, run, report)
     except Exception as e:  # noqa: BLE001 - reported, and the run is left claimable
         return _failed(engine, run_id, e)
+
+
+# -- an operator's resolution ----------------------------------------------------------------------
+def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = None) -> RunInfo:
+    """Record that a person settled an action a rollback left live (a dead letter, a call in
+    doubt, an effect that could not be undone): the record becomes ``resolved`` with who and
+    why, and once nothing of the run may be live any more, the run leaves ``needs_attention``
+    for ``resolved``. Returns the run as the log now holds it.
+
+    Raises KeyError for an unknown run or seq, and :class:`rac.errors.RACError` for a record
+    that is not live (there is nothing to resolve) or an empty note."""
+    import getpass
+
+    from rac.lifecycle import check_record, may_be_live
+    from rac.serialize import redact_text
+
+    if not note.strip():
+        raise RACError("a resolution needs a note saying what was done (--note)")
+    info = engine.store.get_run(run_id)
+    if info is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    records = engine.store.get_records(run_id)
+    rec = next((r for r in records if r.seq == seq), None)
+    if rec is None:
+        raise KeyError(f"run {run_id} has no record #{seq}")
+    if not may_be_live(rec):
+        raise RACError(f"{run_id}#{seq} ({rec.tool}) is {rec.status}: nothing of it is live, "
+                       "there is nothing to resolve")
+    check_record(rec, rec.status, RecordStatus.RESOLVED)
+    who = by or getpass.getuser()
+    now = engine.clock.now()
+    text = redact_text(f"resolved by {who}: {note.strip()}")[:2000]
+    engine.store.update_record(run_id, seq, status=RecordStatus.RESOLVED, note=text,
+                               updated_at=now)
+    emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
+         status="resolved", by=who)
+    rec.status = RecordStatus.RESOLVED
+    if info.status is RunStatus.NEEDS_ATTENTION and not any(may_be_live(r) for r in records):
+        engine.store.update_run(run_id, status=RunStatus.RESOLVED, updated_at=now,
+                                summary=f"resolved by {who}")
+        emit("rac.run", run_id=run_id, status=str(RunStatus.RESOLVED),
+             previous=str(RunStatus.NEEDS_ATTENTION))
+    updated = engine.store.get_run(run_id)
+    assert updated is not None
+    return updated
 
 
 # -- carrying a run on from its log --------------------------------------------------------------
@@ -380,20 +411,22 @@ class ReplayRun(Run):
                        "in the log and cannot be replayed; recover the run instead")
 
     def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
-                agent_id: str | None = None, depends_on: Iterable[int] = ()) -> CallOutcome:
+                agent_id: str | None = None, depends_on: Iterable[int] = (),
+                batch: Any = None) -> CallOutcome:
         replayed = self._replayed(name, dict(args))
         if replayed is not None:
             return replayed
-        return super().execute(name, args, invoke, agent_id=agent_id, depends_on=depends_on)
+        return super().execute(name, args, invoke, agent_id=agent_id, depends_on=depends_on,
+                               batch=batch)
 
     async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
-                       agent_id: str | None = None,
-                       depends_on: Iterable[int] = ()) -> CallOutcome:
+                       agent_id: str | None = None, depends_on: Iterable[int] = (),
+                       batch: Any = None) -> CallOutcome:
         replayed = self._replayed(name, dict(args))
         if replayed is not None:
             return replayed
         return await super().aexecute(name, args, ainvoke, agent_id=agent_id,
-                                      depends_on=depends_on)
+                                      depends_on=depends_on, batch=batch)
 
 
 def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
@@ -420,4 +453,4 @@ def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEA
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "UNFINISHED", "RecoveredRun", "ReplayRun", "arecover",
            "aresume", "continue_run", "find_unfinished", "is_abandoned", "owner_is_dead",
-           "rebuild", "recover", "resume"]
+           "rebuild", "recover", "resolve", "resume"]

@@ -1,10 +1,13 @@
-"""Compensation pairs, alternatives and read-only tools, validated when they are declared."""
+"""What RAC knows about tools, validated when it is declared: compensation pairs (with their
+argument mappings, reconciliation lookups and before-images), alternatives, effect classes,
+irreversible tools and their policies, and which result fields a tool produces."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -13,7 +16,86 @@ from rac.errors import ConfigurationError
 from rac.retry import RetryPolicy
 
 ArgsMapper = Callable[[dict[str, Any], Any], Mapping[str, Any]]
-_PATH_ROOTS = ("result", "args")
+#: Where a compensation argument may come from: the original call's ``result`` and ``args``,
+#: and the ``before`` image read right before it ran.
+_PATH_ROOTS = ("result", "args", "before")
+#: Where a lookup or before-image argument may come from: the original call's ``args`` and its
+#: idempotency ``key``.
+_LOOKUP_ROOTS = ("args", "key")
+
+
+class Effect(StrEnum):
+    """What calling a tool again does to the world: the basis of RAC's retry decisions.
+
+    ``read_only``: nothing (never compensated, always safe to retry). ``idempotent``: a
+    repeat has no further effect. ``keyed``: the tool accepts an idempotency key and RAC
+    passes its per-step key, so a repeat with the same key is deduplicated by the tool.
+    ``unsafe``: a repeat may do it twice (the default for a side-effecting tool).
+    """
+
+    READ_ONLY = "read_only"
+    IDEMPOTENT = "idempotent"
+    KEYED = "keyed"
+    UNSAFE = "unsafe"
+
+
+class Irreversible(StrEnum):
+    """What RAC does with a tool that has no undo (send an email, ship a parcel).
+
+    ``run``: run it and name it in any report as not undoable. ``refuse``: refuse the call
+    before it runs. ``approve``: ask ``rac_approve_action`` first; a denied or pending approval
+    refuses the call and says so.
+    """
+
+    RUN = "run"
+    REFUSE = "refuse"
+    APPROVE = "approve"
+
+
+class Lookup(BaseModel):
+    """How to find out whether a call that may have happened did (reconciliation).
+
+    ``tool`` is a read-only tool; ``args`` maps its parameters to paths into the original
+    call's arguments or idempotency key (``"args.user_id"``, ``"key"``). ``items`` is the path
+    to the list of candidates in the lookup's result (``"result.reservations"``; default: the
+    result itself, a list or one object). An item is the effect when every field named in
+    ``match`` equals the value at its path (``{"flight_number": "args.flight_number"}``); with
+    no ``match`` any item is. The matched item is taken as the call's result.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    args: Mapping[str, str] = {}
+    items: str | None = None
+    match: Mapping[str, str] = {}
+
+    def __init__(self, tool: str | None = None, /, **data: Any) -> None:
+        if tool is not None:
+            data["tool"] = tool
+        super().__init__(**data)
+
+
+class BeforeImage(BaseModel):
+    """A read made right before an action, whose result undoes it: ``tool`` is called with
+    ``args`` mapped from the action's arguments (``{"reservation_id": "args.reservation_id"}``)
+    and its result is written durably with the action's intent. Compensation arguments may
+    then refer to it (``"before.total_baggages"``), and a tool may be its own compensator.
+
+    ``on_failure`` says what happens when the read fails: ``"refuse"`` the action (default),
+    or ``"run"`` it marked not undoable.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    args: Mapping[str, str] = {}
+    on_failure: str = "refuse"
+
+    def __init__(self, tool: str | None = None, /, **data: Any) -> None:
+        if tool is not None:
+            data["tool"] = tool
+        super().__init__(**data)
 #: Versions of declarations, shared by every registry of the process (see ``version``)
 _VERSIONS = itertools.count(1)
 
@@ -22,10 +104,13 @@ class Compensation(BaseModel):
     """How to undo a tool: the compensating tool and how its arguments are built.
 
     ``args`` is either a mapping of compensator parameter -> path into the original call
-    (``"result.booking_id"``, ``"args.passenger_id"``, ``"result"`` for the whole result), or a
-    callable ``(args, result) -> dict``, or None to match the compensator's parameter names
-    against the result's fields and then the original arguments. ``retry`` overrides the
-    engine's compensation retry policy for this pair.
+    (``"result.booking_id"``, ``"args.passenger_id"``, ``"result"`` for the whole result,
+    ``"before.total_baggages"`` for the before-image), or a callable ``(args, result) -> dict``,
+    or None to match the compensator's parameter names against the result's fields and then the
+    original arguments. ``retry`` overrides the engine's compensation retry policy for this
+    pair. ``lookup`` reconciles a call that may have happened (see :class:`Lookup`);
+    ``before`` reads the state the action changes, so that it can be restored (see
+    :class:`BeforeImage`). The tool may be given positionally: ``Compensation("cancel_x")``.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -33,32 +118,57 @@ class Compensation(BaseModel):
     tool: str
     args: Mapping[str, str] | ArgsMapper | None = None
     retry: RetryPolicy | None = None
+    lookup: Lookup | None = None
+    before: BeforeImage | None = None
+
+    def __init__(self, tool: str | None = None, /, **data: Any) -> None:
+        if tool is not None:
+            data["tool"] = tool
+        super().__init__(**data)
 
 
 CompensationSpec = str | Compensation | Mapping[str, Any]
 
 
-def parse_path(path: str, *, tool: str, param: str) -> tuple[str, tuple[str, ...]]:
+def _model(cls: Any, data: Mapping[str, Any], where: str) -> Any:
+    """``cls(**data)``, a ConfigurationError naming ``where`` and the field if it is wrong."""
+    try:
+        return cls(**data)
+    except ConfigurationError:
+        raise
+    except Exception as e:
+        errors = getattr(e, "errors", None)
+        if callable(errors):
+            parts = [f"field {'.'.join(map(str, err.get('loc', ())))!r}: {err.get('msg')}"
+                     for err in errors()]
+            raise ConfigurationError(f"{where}: {'; '.join(parts)}") from None
+        raise ConfigurationError(f"{where}: {e}") from e
+
+
+def parse_path(path: str, *, tool: str, param: str,
+               roots: tuple[str, ...] = _PATH_ROOTS) -> tuple[str, tuple[str, ...]]:
     """Split ``"result.a.b"`` into ``("result", ("a", "b"))``; raise a ConfigurationError naming
-    the tool and parameter when the path is malformed."""
+    the tool and parameter when the path is malformed or starts anywhere but ``roots``."""
     if not isinstance(path, str):
         raise ConfigurationError(
             f"compensation of {tool!r}: args[{param!r}] must be a path such as "
             f"'result.booking_id' or 'args.passenger_id', got {path!r}")
-    return _parse_path(path, tool, param)
+    return _parse_path(path, tool, param, roots)
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse_path(path: str, tool: str, param: str) -> tuple[str, tuple[str, ...]]:
+def _parse_path(path: str, tool: str, param: str,
+                roots: tuple[str, ...] = _PATH_ROOTS) -> tuple[str, tuple[str, ...]]:
     if not path.strip():
         raise ConfigurationError(
             f"compensation of {tool!r}: args[{param!r}] must be a path such as "
             f"'result.booking_id' or 'args.passenger_id', got {path!r}")
     parts = tuple(path.strip().split("."))
-    if parts[0] not in _PATH_ROOTS or any(not p for p in parts):
+    if parts[0] not in roots or any(not p for p in parts):
         raise ConfigurationError(
-            f"compensation of {tool!r}: args[{param!r}] = {path!r} must start with 'result' or "
-            f"'args' and name fields separated by dots (e.g. 'result.booking_id')")
+            f"compensation of {tool!r}: args[{param!r}] = {path!r} must start with "
+            f"{' or '.join(repr(r) for r in roots)} and name fields separated by dots "
+            f"(e.g. {roots[0] + '.booking_id'!r})")
     return parts[0], parts[1:]
 
 
@@ -76,6 +186,15 @@ class CompensationRegistry:
         self.version = next(_VERSIONS)
         self.alternatives: dict[str, list[str]] = {}
         self.read_only: set[str] = set()
+        #: tool -> its declared effect class (undeclared: worked out per call, see effect_of)
+        self.effects: dict[str, Effect] = {}
+        #: tool -> what to do with it: it has no undo
+        self.irreversible: dict[str, Irreversible] = {}
+        #: tool -> the lookup that reconciles its calls (also from its Compensation.lookup)
+        self.lookups: dict[str, Lookup] = {}
+        #: tool -> the result fields whose values it produces (narrows dependency inference;
+        #: an empty list turns it off for the tool)
+        self.produces: dict[str, tuple[str, ...]] = {}
         for name in read_only:
             self.add_read_only(name)
         for tool, spec in (compensations or {}).items():
@@ -91,21 +210,118 @@ class CompensationRegistry:
             raise ConfigurationError(f"compensations: a tool name must be a non-empty string, "
                                      f"got {tool!r}")
         comp = self._coerce(tool, spec)
-        if comp.tool == tool:
+        if comp.tool == tool and comp.before is None:
             raise ConfigurationError(
                 f"compensation of {tool!r} refers to itself: field 'tool' must name a different "
-                f"tool that undoes {tool!r}")
+                f"tool that undoes {tool!r}, or declare before=rac.BeforeImage(...) so that "
+                f"calling {tool!r} again with the previous values undoes it")
         if tool in self.read_only:
             raise ConfigurationError(f"{tool!r} is declared read-only and cannot have a compensation")
+        if tool in self.irreversible:
+            raise ConfigurationError(f"{tool!r} is declared irreversible and cannot have a "
+                                     "compensation")
         if isinstance(comp.args, Mapping):
             for param, path in comp.args.items():
                 if not isinstance(param, str) or not param:
                     raise ConfigurationError(
                         f"compensation of {tool!r}: args keys must be parameter names, got {param!r}")
-                parse_path(path, tool=tool, param=param)
+                root, _ = parse_path(path, tool=tool, param=param)
+                if root == "before" and comp.before is None:
+                    raise ConfigurationError(
+                        f"compensation of {tool!r}: args[{param!r}] = {path!r} reads the "
+                        "before-image, but no before=rac.BeforeImage(...) is declared")
+        for label, decl in (("lookup", comp.lookup), ("before", comp.before)):
+            if decl is not None:
+                for param, path in decl.args.items():
+                    parse_path(path, tool=f"{tool}.{label}", param=param, roots=_LOOKUP_ROOTS)
+        if comp.lookup is not None:
+            self._check_lookup(tool, comp.lookup)
+            self.lookups[tool] = comp.lookup
         self.pairs[tool] = comp
         self.version = next(_VERSIONS)  # again: a check made during the change is stale
         return comp
+
+    @staticmethod
+    def _check_lookup(tool: str, lookup: Lookup) -> None:
+        if lookup.items is not None:
+            parse_path(lookup.items, tool=f"{tool}.lookup", param="items", roots=("result",))
+        for field_name, path in lookup.match.items():
+            parse_path(path, tool=f"{tool}.lookup", param=f"match[{field_name!r}]",
+                       roots=_LOOKUP_ROOTS)
+
+    def add_lookup(self, tool: str, lookup: Lookup | Mapping[str, Any]) -> None:
+        """Declare how calls of ``tool`` that may have happened are reconciled."""
+        decl: Lookup = lookup if isinstance(lookup, Lookup) else \
+            _model(Lookup, lookup, f"lookup of {tool!r}")
+        for param, path in decl.args.items():
+            parse_path(path, tool=f"{tool}.lookup", param=param, roots=_LOOKUP_ROOTS)
+        self._check_lookup(tool, decl)
+        self._changed()
+        self.lookups[tool] = decl
+        self._changed()
+
+    def set_effect(self, tool: str, effect: Effect | str) -> None:
+        """Declare ``tool``'s effect class (``read_only`` also makes it read-only)."""
+        try:
+            value = Effect(effect)
+        except ValueError:
+            raise ConfigurationError(
+                f"effects[{tool!r}]: {effect!r} is not an effect class; use one of "
+                f"{[e.value for e in Effect]}") from None
+        if value is Effect.READ_ONLY:
+            self.add_read_only(tool)
+        elif tool in self.read_only:
+            raise ConfigurationError(f"effects[{tool!r}] = {value.value!r}, but {tool!r} is "
+                                     "declared read-only")
+        self._changed()
+        self.effects[tool] = value
+        self._changed()
+
+    def set_irreversible(self, tool: str, policy: Irreversible | str = Irreversible.RUN) -> None:
+        """Declare that ``tool`` has no undo, and what RAC does before calling it."""
+        try:
+            value = Irreversible(policy)
+        except ValueError:
+            raise ConfigurationError(
+                f"irreversible[{tool!r}]: {policy!r} is not a policy; use one of "
+                f"{[p.value for p in Irreversible]}") from None
+        if tool in self.pairs:
+            raise ConfigurationError(f"{tool!r} has a compensation and cannot be irreversible")
+        if tool in self.read_only:
+            raise ConfigurationError(f"{tool!r} is read-only and cannot be irreversible")
+        self._changed()
+        self.irreversible[tool] = value
+        self._changed()
+
+    def set_produces(self, tool: str, fields: Iterable[str]) -> None:
+        """Declare the result fields whose values ``tool`` produces: only they make later
+        calls depend on it (an empty list: no inferred dependency on it)."""
+        if isinstance(fields, str):
+            raise ConfigurationError(f"produces[{tool!r}] must be a list of result fields, got "
+                                     f"the string {fields!r} (write [{fields!r}])")
+        names = tuple(fields)
+        if not all(isinstance(f, str) and f for f in names):
+            raise ConfigurationError(f"produces[{tool!r}]: {names!r} must be field names")
+        self._changed()
+        self.produces[tool] = names
+        self._changed()
+
+    def effect_of(self, tool: str, params: Iterable[str] | None,
+                  key_param: str = "idempotency_key") -> Effect:
+        """``tool``'s effect class: declared, else read-only if declared so, else ``keyed`` when
+        it takes ``key_param``, else ``unsafe``."""
+        declared = self.effects.get(tool)
+        if declared is not None:
+            return declared
+        if tool in self.read_only:
+            return Effect.READ_ONLY
+        if params is not None and key_param in params:
+            return Effect.KEYED
+        return Effect.UNSAFE
+
+    def _changed(self) -> None:
+        self._passed.clear()  # checks that passed may not pass any more
+        self.version = next(_VERSIONS)
 
     def _coerce(self, tool: str, spec: CompensationSpec) -> Compensation:
         if isinstance(spec, Compensation):
@@ -115,11 +331,11 @@ class CompensationRegistry:
                 raise ConfigurationError(f"compensation of {tool!r}: field 'tool' is empty")
             return Compensation(tool=spec)
         if isinstance(spec, Mapping):
-            unknown = set(spec) - {"tool", "args", "retry"}
+            unknown = set(spec) - {"tool", "args", "retry", "lookup", "before"}
             if unknown:
                 raise ConfigurationError(
                     f"compensation of {tool!r}: unknown field(s) {sorted(unknown)}; "
-                    "expected 'tool', 'args', 'retry'")
+                    "expected 'tool', 'args', 'retry', 'lookup', 'before'")
             if not isinstance(spec.get("tool"), str) or not spec.get("tool"):
                 raise ConfigurationError(
                     f"compensation of {tool!r}: field 'tool' must name the compensating tool, "
@@ -129,10 +345,14 @@ class CompensationRegistry:
                 raise ConfigurationError(
                     f"compensation of {tool!r}: field 'args' must be a mapping of parameter -> "
                     f"path or a callable (args, result) -> dict, got {type(args).__name__}")
-            try:
-                return Compensation(**spec)
-            except Exception as e:
-                raise ConfigurationError(f"compensation of {tool!r}: {e}") from e
+            data = dict(spec)
+            if isinstance(data.get("lookup"), Mapping):
+                data["lookup"] = _model(Lookup, data["lookup"], f"compensation of {tool!r}: lookup")
+            if isinstance(data.get("before"), Mapping):
+                data["before"] = _model(BeforeImage, data["before"],
+                                        f"compensation of {tool!r}: before")
+            comp: Compensation = _model(Compensation, data, f"compensation of {tool!r}")
+            return comp
         raise ConfigurationError(
             f"compensation of {tool!r} must be a tool name, a rac.Compensation or a mapping, "
             f"got {type(spec).__name__}")
@@ -171,11 +391,36 @@ class CompensationRegistry:
         for tool, comp in self.pairs.items():
             refs.setdefault(tool, f"compensations[{tool!r}]")
             refs.setdefault(comp.tool, f"compensations[{tool!r}].tool")
+            if comp.before is not None:
+                refs.setdefault(comp.before.tool, f"compensations[{tool!r}].before.tool")
+        for tool, lookup in self.lookups.items():
+            refs.setdefault(lookup.tool, f"lookups[{tool!r}].tool")
         for tool, alts in self.alternatives.items():
             refs.setdefault(tool, f"alternatives[{tool!r}]")
             for alt in alts:
                 refs.setdefault(alt, f"alternatives[{tool!r}]")
         return refs
+
+    def check_params(self, tools: Mapping[str, Any]) -> None:
+        """Raise ConfigurationError if a declared mapping names a parameter its tool does not
+        have (a typo), for the tools in ``tools`` (name -> rac.Tool) whose parameters are known."""
+        def check(where: str, target: str, keys: Iterable[str]) -> None:
+            tool = tools.get(target)
+            params = getattr(tool, "params", None)
+            if params is None:
+                return
+            for key in keys:
+                if key not in params:
+                    raise ConfigurationError(
+                        f"{where}: {target!r} has no parameter {key!r} (its parameters: "
+                        f"{sorted(params)})")
+        for name, comp in self.pairs.items():
+            if isinstance(comp.args, Mapping):
+                check(f"compensations[{name!r}].args", comp.tool, comp.args)
+            if comp.before is not None:
+                check(f"compensations[{name!r}].before.args", comp.before.tool, comp.before.args)
+        for name, lookup in self.lookups.items():
+            check(f"lookups[{name!r}].args", lookup.tool, lookup.args)
 
     def check_known(self, known: Iterable[str], *, only_for: Iterable[str] | None = None) -> None:
         """Raise ConfigurationError if a declaration names a tool not in ``known``.
@@ -210,6 +455,11 @@ class CompensationRegistry:
                     f"compensations[{tool!r}].tool: unknown compensating tool {comp.tool!r} "
                     f"(known tools: {sorted(known_set)}); register it with the engine or give it "
                     f"to the agent")
+            for label, decl in (("before", comp.before), ("lookup", comp.lookup)):
+                if decl is not None and decl.tool not in known_set:
+                    raise ConfigurationError(
+                        f"compensations[{tool!r}].{label}.tool: unknown tool {decl.tool!r} "
+                        f"(known tools: {sorted(known_set)})")
         for tool, alts in self.alternatives.items():
             if subjects is not None and tool not in subjects:
                 continue

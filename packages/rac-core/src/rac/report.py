@@ -22,14 +22,17 @@ class AttemptedAlternative:
 class UndoneAction:
     """An action a rollback dealt with: compensated, failed to compensate, or could not touch.
 
-    A plain dataclass (a rollback makes one per record; pydantic validates and serialises it as
-    part of :class:`RecoveryReport`)."""
+    ``happened`` says whether its effect happened: ``"yes"``, ``"no"`` (a lookup showed it
+    did not), ``"maybe"`` (in doubt), ``"running"`` (still under way); ``error`` says why it is
+    where it is (the failed undo, the reason it is in doubt or kept). ``ref`` is a short handle
+    for it (the first id its result holds)."""
 
     seq: int
     tool: str
     compensator: str | None = None
     error: str | None = None
     ref: str | None = None
+    happened: str = "yes"
 
 
 class RecoveryReport(BaseModel):
@@ -50,18 +53,23 @@ class RecoveryReport(BaseModel):
     not_undoable: list[UndoneAction] = Field(default_factory=list)
     in_flight: list[UndoneAction] = Field(default_factory=list)
     blocked: list[UndoneAction] = Field(default_factory=list)
+    in_doubt: list[UndoneAction] = Field(default_factory=list)
+    not_happened: list[UndoneAction] = Field(default_factory=list)
     status: RunStatus = RunStatus.COMPENSATED
     reason: str = ""
 
     @property
     def left_live(self) -> list[UndoneAction]:
-        """Side effects that are still in the world after the rollback."""
-        return [*self.compensation_failed, *self.held, *self.blocked, *self.not_undoable]
+        """Side effects that are, or may be, still in the world after the rollback."""
+        return [*self.compensation_failed, *self.held, *self.blocked, *self.not_undoable,
+                *self.in_doubt]
 
     @property
     def clean(self) -> bool:
-        """True if every side effect of the scope was undone."""
-        return not self.left_live and not self.in_flight
+        """True only if every side effect of the scope that may have happened was undone (and
+        the run's status, computed from its records, agrees)."""
+        return (not self.left_live and not self.in_flight
+                and self.status in (RunStatus.COMPENSATED, RunStatus.RUNNING))
 
     def render(self) -> str:
         """The default short text for the agent (plugins may replace it through
@@ -106,13 +114,20 @@ def render_report(report: RecoveryReport) -> str:
         for u in report.blocked:
             parts.append(f"{_name(u)} (kept: {u.error})")
         for u in report.not_undoable:
-            parts.append(f"{_name(u)} (cannot be undone)")
+            parts.append(f"{_name(u)} (cannot be undone{': ' + u.error if u.error else ''})")
+        for u in report.in_doubt:
+            parts.append(f"{_name(u)} (MAY HAVE HAPPENED, not undone: {u.error})")
         lines.append("STILL LIVE: " + "; ".join(parts) + ". A person must check these.")
+    if report.not_happened:
+        lines.append("Checked and did not happen: "
+                     + ", ".join(_name(u) for u in report.not_happened) + ".")
     if not report.compensated and not left and not report.in_flight:
         lines.append("Nothing earlier in this run needed undoing.")
-    if left:
-        lines.append("Do not retry the failed step blindly; tell the user what is still live.")
-    else:
+    if report.clean:
         lines.append("The world is back to how it was before these steps; "
                      "replan from here (e.g. another option) or tell the user.")
+    elif left:
+        lines.append("Do not retry the failed step blindly; tell the user what is still live.")
+    else:
+        lines.append("Not everything is settled yet; do not assume the world is back.")
     return "\n".join(lines)

@@ -38,7 +38,27 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _redact_text(text: str) -> str:
+#: Secrets written inside free text: a bearer/basic credential, and ``key=value`` pairs (query
+#: strings, form bodies, ``password: ...``) whose key names a secret.
+_BEARER_PATTERN = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
+_SECRET_PAIR_PATTERN = re.compile(
+    r"(?P<key>[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey"
+    r"|access[_-]?key|auth|credential|signature|sig|session[_-]?id|cvv|cvc)[A-Za-z0-9_.-]*)"
+    r"(?P<sep>[\"']?\s*[=:]\s*[\"']?)(?P<value>[^\s&\"',;}]+)",
+    re.IGNORECASE)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the secrets it spells out replaced by :data:`REDACTED`: bearer tokens,
+    ``key=value``/``key: value`` pairs whose key names a secret (``?api_key=...``,
+    ``password=...``), and card numbers that pass the Luhn check. Applied to error messages
+    and string values before they are stored or emitted."""
+    if len(text) < 6:
+        return text
+    if any(c in text for c in "=:") or " " in text:
+        text = _BEARER_PATTERN.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+        text = _SECRET_PAIR_PATTERN.sub(
+            lambda m: f"{m.group('key')}{m.group('sep')}{REDACTED}", text)
     if len(text) < 13 or not any(c.isdigit() for c in text):
         return text
 
@@ -47,6 +67,9 @@ def _redact_text(text: str) -> str:
         return REDACTED if _luhn_ok(digits) else m.group(0)
 
     return CARD_NUMBER_PATTERN.sub(repl, text)
+
+
+_redact_text = redact_text  # the name older modules import
 
 
 def _redact_json_text(text: str, depth: int) -> str:
@@ -200,7 +223,9 @@ def plain_copy(value: Any) -> dict[str, Any] | None:
     for v in value.values():
         tv = type(v)
         if tv is str:
-            if len(v) >= 13:
+            # long enough to hold a card number, or a short "key=value" that may spell out a
+            # secret: the general path redacts it
+            if len(v) >= 13 or (len(v) >= 5 and ("=" in v or ":" in v)):
                 return None
         elif tv not in _SCALAR_TYPES:
             return None

@@ -4,7 +4,7 @@ for hand-built graphs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -13,6 +13,8 @@ from langgraph.types import Command
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
+from rac.events import emit
+from rac.models import RecordStatus
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
     CommandAnswer,
@@ -21,7 +23,7 @@ from rac_langgraph.results import (
     is_handoff,
     is_invalid_call,
 )
-from rac_langgraph.runs import TurnRuns, runs_of
+from rac_langgraph.runs import Replay, TurnRuns, runs_of
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -55,13 +57,18 @@ class RACToolCalls:
             would be rolled back by ``rac recover``; the run stays joinable, so a later
             failure in the turn still undoes the whole turn. With ``False``, call
             :meth:`end_turn` when a turn is over.
+        repeatable: tools whose calls are run again when a resumed or retried graph repeats
+            them (genuinely repeatable reads); every other call a turn already made is
+            answered with its logged result instead (exactly once).
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
-                 finish_steps: bool = True, **config: Any) -> None:
+                 finish_steps: bool = True, repeatable: Iterable[str] = (),
+                 **config: Any) -> None:
         self.engine = build_engine(rac, agent_id, config)
         self.agent_id = agent_id
         self.finish_steps = finish_steps
+        self.repeatable = frozenset(repeatable)
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
@@ -69,9 +76,18 @@ class RACToolCalls:
         """Run ``request`` under RAC on the blocking path."""
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
             return execute_(request)
-        run, agent, explicit = self._find(request)
+        agent = self._agent(request)
+        run = self._opened()
+        explicit = run is not None
+        if run is None:
+            run = self.turns.turn_run(request.state, getattr(request.runtime, "config", None),
+                                      agent)
+        self._offer(run, request)
         call = request.tool_call
         requested = call["name"]
+        earlier = self._earlier(run, request)
+        if earlier is not None:
+            return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
             other = _tool_of_agent(request, name)
@@ -88,16 +104,25 @@ class RACToolCalls:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return _reply(outcome, request)
+        return self._answer(run, outcome, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
         """Run ``request`` under RAC without blocking the event loop."""
         if request.tool is None:
             return await execute_(request)
-        run, agent, explicit = self._find(request)
+        agent = self._agent(request)
+        run = self._opened()
+        explicit = run is not None
+        if run is None:
+            run = await self.turns.aturn_run(
+                request.state, getattr(request.runtime, "config", None), agent)
+        self._offer(run, request)
         call = request.tool_call
         requested = call["name"]
+        earlier = self._earlier(run, request)
+        if earlier is not None:
+            return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
             other = _tool_of_agent(request, name)
@@ -115,7 +140,7 @@ class RACToolCalls:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return _reply(outcome, request)
+        return self._answer(run, outcome, request)
 
     # -- turns --------------------------------------------------------------------------------
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
@@ -123,29 +148,73 @@ class RACToolCalls:
         hand-off goes on in it): mark the run completed, unless the caller opened it.
         ``Run.finish`` leaves it running while another call of it is under way, or after a
         crash or cancellation left a call in doubt (for ``rac recover``)."""
-        if self.finish_steps and not explicit:
+        if self.finish_steps and not explicit and run.run_id not in self.turns.doubtful:
             run.finish()
 
-    def _find(self, request: ToolCallRequest) -> tuple[rac.Run, str, bool]:
-        """The run of the turn ``request`` belongs to (opened on first use), its agent id, and
-        whether it is a run the caller opened around the invocation (which takes precedence);
-        the agent's tools are offered to the run."""
-        runtime = request.runtime
-        config = getattr(runtime, "config", None)
-        agent = self.agent_id
-        if agent is None:  # the name create_agent gives its runs' metadata
-            metadata = config.get("metadata") if config else None
-            name = metadata.get("lc_agent_name") if metadata else None
-            agent = str(name) if name else self.engine.agent_id
+    def _agent(self, request: ToolCallRequest) -> str:
+        """The agent id of a call: the one given, else the name create_agent gives its runs'
+        metadata, else the engine's."""
+        if self.agent_id is not None:
+            return self.agent_id
+        config = getattr(request.runtime, "config", None)
+        metadata = config.get("metadata") if config else None
+        name = metadata.get("lc_agent_name") if metadata else None
+        return str(name) if name else self.engine.agent_id
+
+    def _opened(self) -> rac.Run | None:
+        """The run of this engine the caller opened around the invocation (it takes
+        precedence over the turn's), if any."""
         run = rac.current_run()
-        if run is not None and run.engine is self.engine:
-            explicit = True
-        else:
-            run, explicit = self.turns.turn_run(request.state, config, agent), False
-        tools = getattr(runtime, "tools", None)
+        return run if run is not None and run.engine is self.engine else None
+
+    def _offer(self, run: rac.Run, request: ToolCallRequest) -> None:
+        """Offer the agent's tools to ``run`` (compensators, alternatives)."""
+        tools = getattr(request.runtime, "tools", None)
         if tools:
             self.turns.offer_tools(run, tools)
-        return run, agent, explicit
+
+    # -- exactly once ---------------------------------------------------------------------------
+    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | None:
+        """The answer a call the turn already made gets again (a resumed or retried graph
+        repeats it): the answer given, or the logged result; a call a crash interrupted is
+        not run again but named in doubt. None for a new call (or a repeatable tool)."""
+        call = request.tool_call
+        name = call["name"]
+        if name in self.repeatable:
+            return None
+        turns = self.turns
+        prior = turns.answered(run, call.get("id"), name, call["args"])
+        if prior is None:
+            doubt = turns.in_doubt(run, name, call["args"])
+            if doubt is None:
+                return None
+            return self._told(run, request, _in_doubt_text(doubt), error=True)
+        emit("rac_langgraph.replayed", run_id=run.run_id, tool=name,
+                  tool_call_id=call.get("id"))
+        if not isinstance(prior, Replay):
+            return prior  # type: ignore[no-any-return]
+        rec = prior.record
+        if rec.status is RecordStatus.COMPLETED:
+            return self._told(run, request, _content(rec.result), error=False)
+        return self._told(run, request, _undone_text(rec), error=True)
+
+    def _told(self, run: rac.Run, request: ToolCallRequest, text: str, *,
+              error: bool) -> ToolMessage:
+        note = self.turns.take_note(run)
+        call = request.tool_call
+        return ToolMessage(content=f"{note}\n\n{text}" if note else text,
+                           tool_call_id=call["id"], name=call["name"],
+                           status="error" if error or note else "success")
+
+    def _answer(self, run: rac.Run, outcome: rac.CallOutcome,
+                request: ToolCallRequest) -> ToolResult:
+        reply = _reply(outcome, request)
+        if outcome.ok and not outcome.undone:
+            self.turns.answer(run, request.tool_call.get("id"), reply)
+        note = self.turns.take_note(run)
+        if note and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
+            return reply.model_copy(update={"content": f"{note}\n\n{reply.content}"})
+        return reply
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of the turn ``state``/``config`` belong to completed."""
@@ -154,6 +223,24 @@ class RACToolCalls:
     def close(self) -> None:
         """Finish and forget every run the engine's LangGraph adapters opened."""
         self.turns.close()
+
+
+def _content(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _in_doubt_text(rec: rac.Record) -> str:
+    return (f"RAC: {rec.tool} was interrupted when the process running this turn stopped: it "
+            "may or may not have taken effect, so it was not run again. It is in doubt until "
+            "`rac recover` settles it; do not assume it happened.")
+
+
+def _undone_text(rec: rac.Record) -> str:
+    if rec.status is RecordStatus.COMPENSATED:
+        return (f"RAC: {rec.tool} had taken effect ({_content(rec.result)}) and was undone "
+                "when this turn was rolled back; it was not run again.")
+    return (f"RAC: {rec.tool} may have taken effect and could not be undone "
+            f"({rec.error or rec.status}); it needs attention and was not run again.")
 
 
 def _batch(request: ToolCallRequest) -> Hashable | None:

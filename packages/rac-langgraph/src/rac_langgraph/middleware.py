@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -25,7 +25,11 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     an unrecoverable failure everything the current turn did is compensated newest first; the
     model then gets a ``ToolMessage`` with ``status="error"`` holding the recovery report and
     can replan. One invocation (one user turn) is one run; earlier turns of a thread are never
-    undone. Interrupts and other ``GraphBubbleUp`` control flow pass through untouched.
+    undone. Interrupts and other ``GraphBubbleUp`` control flow pass through untouched, and so
+    do hand-offs (a tool returning ``Command(graph=Command.PARENT)``). With a checkpointer the
+    turn's run is durable: resuming the thread (``Command(resume=...)``, ``invoke(None,
+    config)``) continues it, in this process or a fresh one, and a call the turn already made
+    is answered with its logged result instead of running again.
 
     The middleware hooks only tool calls (LangChain traces a model-call hook on every model
     call) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
@@ -40,12 +44,16 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``name``, else the engine's ``agent_id``).
         finish_steps: mark the turn's run completed after each tool step (default); with
             ``False`` runs stay running until ``middleware.calls.end_turn(state, config)``.
+        repeatable: tools run again when a resumed or retried graph repeats a call of them
+            (repeatable reads); any other call the turn already made gets its logged answer.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
-                 finish_steps: bool = True, **config: Any) -> None:
+                 finish_steps: bool = True, repeatable: Iterable[str] = (),
+                 **config: Any) -> None:
         super().__init__()
-        calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps, **config)
+        calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps,
+                             repeatable=repeatable, **config)
         self.calls = calls
 
         # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's

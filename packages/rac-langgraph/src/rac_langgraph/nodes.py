@@ -14,7 +14,7 @@ from rac_langgraph.calls import RACToolCalls
 
 def tool_node(tools: Sequence[BaseTool | Any], *, rac: rac.RAC | None = None,
               agent_id: str | None = None, calls: RACToolCalls | None = None,
-              **node_kwargs: Any) -> ToolNode:
+              repeatable: Sequence[str] = (), **node_kwargs: Any) -> ToolNode:
     """A ``ToolNode`` for ``tools`` whose calls run under RAC, for custom ``StateGraph`` s and
     multi-agent graphs (give each agent its own ``agent_id`` and the same ``rac`` engine).
 
@@ -22,8 +22,8 @@ def tool_node(tools: Sequence[BaseTool | Any], *, rac: rac.RAC | None = None,
     to reuse a :class:`RACToolCalls` (for instance to call its ``close()`` later).
     """
     if calls is None:
-        calls = RACToolCalls(rac, agent_id=agent_id)
-    elif rac is not None or agent_id is not None:
-        raise ValueError("pass either calls= or rac=/agent_id=, not both")
+        calls = RACToolCalls(rac, agent_id=agent_id, repeatable=repeatable)
+    elif rac is not None or agent_id is not None or repeatable:
+        raise ValueError("pass either calls= or rac=/agent_id=/repeatable=, not both")
     return ToolNode(list(tools), wrap_tool_call=calls.wrap_tool_call,
                     awrap_tool_call=calls.awrap_tool_call, **node_kwargs)

@@ -12,7 +12,7 @@ given, so a test can assert on what the model was told::
 
 from __future__ import annotations
 
-import itertools
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,7 +29,11 @@ from rac.testing.adapters import Step, Told, TurnResult
 from rac.testing.world import TravelWorld
 from rac_langgraph.middleware import RACMiddleware
 
-_ids = itertools.count(1)
+
+def _id(prefix: str) -> str:
+    """A fresh message or call id, unique across processes (a thread resumed elsewhere must
+    not see a new message replace an old one of the same id)."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -50,17 +54,17 @@ class ScriptedModel(GenericFakeChatModel):
 
 def call(name: str, **args: Any) -> dict[str, Any]:
     """One tool call of a scripted model turn (with a fresh call id)."""
-    return {"name": name, "args": args, "id": f"call-{next(_ids)}", "type": "tool_call"}
+    return {"name": name, "args": args, "id": _id("call"), "type": "tool_call"}
 
 
 def turn(*calls: dict[str, Any]) -> AIMessage:
     """A model message making ``calls`` (parallel calls when several)."""
-    return AIMessage(content="", tool_calls=list(calls), id=f"ai-{next(_ids)}")
+    return AIMessage(content="", tool_calls=list(calls), id=_id("ai"))
 
 
 def say(text: str) -> AIMessage:
     """A final model answer."""
-    return AIMessage(content=text, id=f"ai-{next(_ids)}")
+    return AIMessage(content=text, id=_id("ai"))
 
 
 def scripted_model(*messages: AIMessage) -> ScriptedModel:

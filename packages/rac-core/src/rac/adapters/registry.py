@@ -8,15 +8,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-import structlog
-
 from rac.engine import RAC
+from rac.events import emit
 from rac.run import Run
 
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
 
-_log = structlog.get_logger("rac.adapters")
 _REGISTRIES_LOCK = threading.Lock()
 
 
@@ -74,7 +72,7 @@ class RunRegistry(Generic[K]):
             lock.release()
         if evicted is not None:
             evicted.finish()
-            _log.debug("rac.adapters.run_released", run_id=evicted.run_id,
+            emit("rac.adapters.run_released", level="debug", run_id=evicted.run_id,
                        status=str(evicted.status))
         return run
 

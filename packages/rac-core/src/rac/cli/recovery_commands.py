@@ -39,6 +39,18 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(handler=resume)
 
+    z = sub.add_parser("resolve", help="record that a person settled a live action",
+                       description="Mark one action a rollback left live (a dead letter, a "
+                                   "call in doubt) as resolved by hand, with who and why; the "
+                                   "run leaves needs_attention once nothing of it is live.")
+    z.add_argument("run_id")
+    z.add_argument("seq", type=int)
+    z.add_argument("--note", required=True, help="what was done (kept in the log)")
+    z.add_argument("--by", default=None, help="who did it (default: the current user)")
+    z.add_argument("--store", default=None, help="log URL (default: $RAC_STORE or .rac/rac.db)")
+    z.add_argument("--json", action="store_true", help="print JSON")
+    z.set_defaults(handler=resolve_command)
+
     demo = sub.choices.get("demo")
     if demo is not None:
         from rac.demo.crash import CRASH_POINTS
@@ -49,6 +61,21 @@ def register(sub: Any) -> None:
         demo.add_argument("--recover", action="store_true",
                           help="recover the demo run a crash left behind and print it")
         demo.set_defaults(handler=_demo_with_crashes(demo.get_default("handler")))
+
+
+def resolve_command(args: argparse.Namespace) -> int:
+    """``rac resolve RUN_ID SEQ --note ...``."""
+    from rac.engine import RAC
+
+    engine = RAC(store=args.store, load_entrypoints=False)
+    info = engine.resolve(args.run_id, args.seq, note=args.note, by=args.by)
+    if args.json:
+        from rac.cli.main import print_json
+
+        print_json(info.to_dict())
+    else:
+        print(f"{args.run_id}#{args.seq} resolved; the run is {info.status}")
+    return 0
 
 
 def load_engine(spec: str, store: str | None) -> Any:
@@ -146,7 +173,10 @@ def _demo_with_crashes(plain: Any) -> Any:
                 obj["world"] = result.world
                 print_json(obj)
             else:
-                print(f"recovered run {result.run_id}: {result.status}")
+                finished = bool(result.agent_saw) and \
+                    result.agent_saw[0].startswith("nothing left to recover")
+                print(f"{'run' if finished else 'recovered run'} {result.run_id}: "
+                      f"{result.status}")
                 for line in result.agent_saw:
                     print("  " + line.replace("\n", "\n  "))
                 live = [b["booking_id"] for k in ("flights", "hotels", "cars")

@@ -6,12 +6,38 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rac.models import Record, RunInfo
+from rac.models import Record, RecordKind, RecordStatus, RunInfo
+
+R = RecordStatus
+
+
+def happened(r: Record) -> tuple[str, str]:
+    """Whether an action's effect happened (``yes``/``no``/``maybe``/``undone``/``-``) and
+    why, as ``rac show`` says it. Never reads the undo data."""
+    if r.kind is not RecordKind.ACTION:
+        return "-", ""
+    if r.read_only:
+        return "-", "read-only"
+    why = r.note or r.error or ""
+    if r.status is R.COMPENSATED:
+        return "undone", ""
+    if r.status is R.FAILED:
+        return "no", why or "the call failed before any effect"
+    if r.status in (R.PENDING, R.IN_DOUBT):
+        return "maybe", why or "intent written, no outcome (a crash or an interruption)"
+    if r.status is R.RESOLVED:
+        return "settled", why
+    if r.status is R.COMPENSATION_FAILED:
+        maybe = "may or may not have taken effect" in (r.error or "")
+        return ("maybe" if maybe else "yes"), why
+    return "yes", why if not r.compensable else ""
 
 
 def record_json(r: Record) -> dict[str, Any]:
-    """The JSON shape of one record in ``rac show --json``."""
+    """The JSON shape of one record in ``rac show --json`` (undo data is never shown)."""
+    did, why = happened(r)
     return {"seq": r.seq, "tool": r.tool, "kind": str(r.kind), "status": str(r.status),
+            "happened": did, "why": why or None, "effect": r.effect or None,
             "args": r.args, "result": r.result, "error": r.error, "attempts": r.attempts,
             "compensates": r.compensates, "agent_id": r.agent_id}
 
@@ -38,11 +64,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def records_table(records: Sequence[Record]) -> str:
     """The log of one run as a table."""
-    rows = [(r.seq, r.kind, r.tool, r.status, r.attempts,
+    rows = [(r.seq, r.kind, r.tool, r.status, happened(r)[0], r.attempts,
              "" if r.compensates is None else f"#{r.compensates}",
-             _short(r.args, 38), _short(r.error or r.result, 44)) for r in records]
-    return table(["seq", "kind", "tool", "status", "tries", "undoes", "args", "result / error"],
-                 rows)
+             _short(r.args, 38), _short(happened(r)[1] or r.error or r.result, 44))
+            for r in records]
+    return table(["seq", "kind", "tool", "status", "happened", "tries", "undoes", "args",
+                  "result / why"], rows)
 
 
 def runs_table(runs: Sequence[RunInfo]) -> str:

@@ -127,7 +127,7 @@ def build_server(world_path: str, faults: list[Fault] | None = None) -> Any:
     def undo(cancel: str, find: str, who: str, place: str) -> dict[str, Any]:
         return recovery_meta(
             compensation=cancel, args={"booking_id": "result.booking_id"},
-            lookup={"tool": find, "args": {who: f"args.{who}"}, "found": "result.bookings",
+            lookup={"tool": find, "args": {who: f"args.{who}"}, "items": "result.bookings",
                     "match": {"place": f"args.{place}"}})
 
     def search_flights(origin: str, dest: str) -> dict[str, Any]:

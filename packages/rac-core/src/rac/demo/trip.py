@@ -118,6 +118,14 @@ def recover_demo(store: str | None = None, *, world_path: str | None = None) -> 
         tried = engine.recover()
         recovered = [r for r in tried if r.outcome not in ("skipped", "error")]
         errors = [r for r in tried if r.outcome == "error"]
+        if not recovered and not errors:
+            newest = engine.store.list_runs(limit=1)
+            if newest:  # the crash came after the run had finished: say so, show it
+                info = newest[0]
+                return DemoResult(info.run_id, info.status,
+                                  engine.store.get_records(info.run_id), world_state(world),
+                                  [f"nothing left to recover: run {info.run_id} had already "
+                                   f"finished ({info.status}) before the process stopped"])
         if not recovered:
             detail = f" ({errors[0].reason})" if errors else ""
             raise LookupError(f"no unfinished run to recover in {store_url}{detail}")

@@ -6,7 +6,7 @@ key, as the MCP specification asks of ``_meta`` keys)::
     {"io.github.rac-agents/recovery": {
         "compensation": {"tool": "cancel_flight", "args": {"booking_id": "result.booking_id"}},
         "lookup": {"tool": "find_bookings", "args": {"passenger": "args.passenger"},
-                   "found": "result.bookings", "match": {"request_key": "key"}},
+                   "items": "result.bookings", "match": {"request_key": "key"}},
         "before": {"tool": "get_seat", "args": {"booking_id": "args.booking_id"}},
         "effect": "unsafe",
         "irreversible": false,
@@ -53,14 +53,15 @@ class LookupSpec:
     """How to find out whether a call took effect (reconciliation), in MCP names.
 
     ``tool`` is a read tool called with ``args`` (parameter -> ``"args.x"`` or ``"key"``, the
-    call's idempotency key). ``found`` is the path of the effects in its result (``"result"``,
-    ``"result.bookings"``); an item is the call's effect when each field of ``match`` equals
-    the value its path gives (``"args.x"``, ``"key"``).
+    call's idempotency key). ``items`` is the path of the candidate effects in its result
+    (``"result.bookings"``; None: the result itself, a list or one object); an item is the
+    call's effect when each field of ``match`` equals the value its path gives (``"args.x"``,
+    ``"key"``). The same shape as :class:`rac.Lookup`.
     """
 
     tool: str
     args: Mapping[str, str] = field(default_factory=dict)
-    found: str = "result"
+    items: str | None = None
     match: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -186,14 +187,14 @@ def _ours(entry: Any, where: _Where) -> dict[str, Any]:
                                               "and 'args'")
     lookup = entry.get("lookup")
     if lookup is not None:
-        if not isinstance(lookup, Mapping) or set(lookup) - {"tool", "args", "found", "match"}:
-            raise where.error("lookup", "must be an object with 'tool', 'args', 'found' and "
+        if not isinstance(lookup, Mapping) or set(lookup) - {"tool", "args", "items", "match"}:
+            raise where.error("lookup", "must be an object with 'tool', 'args', 'items' and "
                                         "'match'")
-        found = lookup.get("found", "result")
+        items = lookup.get("items")
         out["lookup"] = LookupSpec(
             tool=_tool_name(lookup.get("tool"), where, "lookup.tool"),
             args=_paths(lookup.get("args"), _LOOKUP_ROOTS, where, "lookup.args"),
-            found=_path(found, ("result",), where, "lookup.found"),
+            items=None if items is None else _path(items, ("result",), where, "lookup.items"),
             match=_paths(lookup.get("match"), _LOOKUP_ROOTS, where, "lookup.match"))
     effect = entry.get("effect")
     if effect is not None:

@@ -83,11 +83,24 @@ class MCPDeclarations:
                 "read_only": list(self.read_only)}
 
 
+class _ListedNames(NameMap):
+    """A name map that answers first from the listed tools' own names."""
+
+    def __init__(self, listed: Mapping[str, str], fallback: NameMap) -> None:
+        super().__init__()
+        self._listed = dict(listed)
+        self._fallback = fallback
+
+    def framework_name(self, mcp_name: str) -> str:
+        hit = self._listed.get(mcp_name)
+        return hit if hit is not None else self._fallback.framework_name(mcp_name)
+
+
 def _map_lookup(spec: LookupSpec | None, names: NameMap) -> LookupSpec | None:
     if spec is None:
         return None
     return LookupSpec(tool=names.framework_name(spec.tool), args=dict(spec.args),
-                      found=spec.found, match=dict(spec.match))
+                      items=spec.items, match=dict(spec.match))
 
 
 def _map_before(spec: BeforeSpec | None, names: NameMap) -> BeforeSpec | None:
@@ -116,6 +129,10 @@ def declarations_from_mcp(tools: Iterable[Any], *, server: str | None = None,
     parsed = [_decl.parse(v.name, v.meta, v.annotations, v.input_schema, server=server)
               for v in views]
     _decl.validate(parsed, [v.name for v in views], server=server)
+    # The names the agent uses for the server's tools, as the listing gives them (a name map
+    # only translates names the listing does not carry).
+    listed = {v.name: v.framework_name for v in views}
+    names = _ListedNames(listed, names)
     out = MCPDeclarations(server=server, trusted=trusted)
     for view, decl in zip(views, parsed, strict=True):
         verdict = judge(decl, trusted=trusted)

@@ -7,7 +7,7 @@ Example (FastMCP, mcp 1.x; ``meta=`` works the same on mcp 2.x's ``MCPServer``):
     @app.tool(meta=recovery_meta(
         compensation="cancel_flight", args={"booking_id": "result.booking_id"},
         lookup={"tool": "find_bookings", "args": {"passenger": "args.passenger"},
-                "found": "result.bookings", "match": {"request_key": "key"}}))
+                "items": "result.bookings", "match": {"request_key": "key"}}))
     def book_flight(passenger: str, dest: str, request_key: str) -> dict: ...
 
 The entry is checked when it is built, so a typo fails when the server starts, not when a

@@ -41,25 +41,6 @@ class MemoryStore:
             self._runs[run.run_id] = run.copy()
             self._records.setdefault(run.run_id, {})
 
-    # Deprecated: a back door outside the Store protocol, kept working until rac.run stops
-    # using it (the lead's rewrite removes it, then deletes this method and shares_records).
-    def adopt_run(self, run: RunInfo) -> dict[int, Record]:
-        """:meth:`create_run` for a :class:`rac.Run` of this process, sharing the log's own
-        objects with it: ``run`` itself is kept as the log's row (the run changes its status
-        and ``updated_at`` in place), and the returned seq -> record table is the log's table
-        of the run (what the run puts and changes there is the log: no copy, no
-        :meth:`update_record`). Only that run writes to them (its seqs come from one counter,
-        under its lock); anything else uses :meth:`append` and :meth:`update_run`. Reads still
-        return copies."""
-        with self._lock:
-            if run.run_id in self._runs:
-                raise ConflictError(f"run {run.run_id!r} already exists in the log")
-            self._runs[run.run_id] = run
-            table = self._records.get(run.run_id)
-            if table is None:
-                table = self._records[run.run_id] = {}
-            return table
-
     def get_run(self, run_id: str) -> RunInfo | None:
         run = self._runs.get(run_id)
         return run.copy() if run else None
@@ -104,10 +85,6 @@ class MemoryStore:
             raise ConflictError(
                 f"record {record.run_id}#{record.seq} already exists ({existing.tool}); "
                 "refusing to overwrite it")
-
-    #: The in-process log can be the run's own row and record table (see :meth:`adopt_run`).
-    #: Deprecated with :meth:`adopt_run`.
-    shares_records = True
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         if not fields.keys() <= _RECORD_FIELDS:

@@ -14,10 +14,12 @@ from rac.testing.assertions import (
     summary,
 )
 from rac.testing.clock import VirtualClock
+from rac.testing.lifecycle import LifecycleStore
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, Fault, TravelWorld
 
 __all__ = [
-    "AdapterConformance", "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault", "TravelWorld", "VirtualClock",
+    "AdapterConformance", "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault",
+    "LifecycleStore", "TravelWorld", "VirtualClock",
     "assert_compensated_once", "assert_no_live_effects", "assert_rollback_order", "statuses",
     "summary",
 ]

@@ -17,7 +17,10 @@ from typing import Any, Literal
 
 from rac.errors import PermanentError, TransientError
 
-FaultKind = Literal["transient", "permanent"]
+#: ``transient``/``permanent`` raise RAC's own error classes (a tool that says what it means);
+#: ``timeout``, ``reset`` and ``refused`` raise what real tools raise (``TimeoutError``,
+#: ``ConnectionResetError``, ``ConnectionRefusedError``), ``value`` a ``ValueError``.
+FaultKind = Literal["transient", "permanent", "timeout", "reset", "refused", "value"]
 FaultPhase = Literal["before", "after"]
 
 #: The compensation pairs of the travel world, as ``rac.RAC(compensations=...)`` takes them.
@@ -117,6 +120,14 @@ class TravelWorld:
         msg = fault.message or f"{tool} failed ({fault.kind})"
         if fault.kind == "transient":
             raise TransientError(msg, retry_after=fault.retry_after)
+        if fault.kind == "timeout":
+            raise TimeoutError(msg)
+        if fault.kind == "reset":
+            raise ConnectionResetError(msg)
+        if fault.kind == "refused":
+            raise ConnectionRefusedError(msg)
+        if fault.kind == "value":
+            raise ValueError(msg)
         raise PermanentError(msg)
 
     # -- effects ---------------------------------------------------------------------------------
@@ -154,6 +165,52 @@ class TravelWorld:
         return {"booking_id": booking_id, "cancelled": True}
 
     # -- the tools -------------------------------------------------------------------------------
+    def find_bookings(self, who: str, kind: str) -> dict[str, Any]:
+        """List the live bookings of one kind (flight, hotel, car, charge) held by ``who``
+        (read-only; what a lookup reconciles a call that may have happened with)."""
+        self._enter("find_bookings", {"who": who, "kind": kind})
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT booking_id, kind, who, place, detail, amount FROM bookings "
+                "WHERE who=? AND kind=? AND status='live' ORDER BY booking_id",
+                (who, kind)).fetchall()
+        return {"bookings": [{"booking_id": r[0], "kind": r[1], "who": r[2], "place": r[3],
+                              "detail": r[4], "amount": r[5], "status": "confirmed"}
+                             for r in rows]}
+
+    def get_booking(self, booking_id: str) -> dict[str, Any]:
+        """One booking as it is now (read-only; a before-image for changes to it)."""
+        self._enter("get_booking", {"booking_id": booking_id})
+        with self._lock:
+            row = self._db.execute("SELECT booking_id, kind, who, place, detail, status "
+                                   "FROM bookings WHERE booking_id=?", (booking_id,)).fetchone()
+        if row is None:
+            raise ValueError(f"no booking {booking_id}")
+        return dict(zip(("booking_id", "kind", "who", "place", "detail", "status"), row,
+                        strict=True))
+
+    def change_detail(self, booking_id: str, detail: str) -> dict[str, Any]:
+        """Change a booking's detail (seat, room type, ...): an update that only a
+        before-image can undo (call it again with the previous detail)."""
+        fault = self._enter("change_detail", {"booking_id": booking_id, "detail": detail})
+        with self._lock:
+            cur = self._db.execute("UPDATE bookings SET detail=? WHERE booking_id=?",
+                                   (detail, booking_id))
+            if cur.rowcount == 0:
+                raise ValueError(f"no booking {booking_id}")
+            self._db.execute("INSERT INTO ledger(tool, booking_id, event) VALUES "
+                             "('change_detail', ?, ?)", (booking_id, f"detail={detail}"))
+        if fault is not None:
+            self._raise("change_detail", fault)
+        return {"booking_id": booking_id, "detail": detail}
+
+    def detail_of(self, booking_id: str) -> str | None:
+        """The detail a booking has now (for assertions)."""
+        with self._lock:
+            row = self._db.execute("SELECT detail FROM bookings WHERE booking_id=?",
+                                   (booking_id,)).fetchone()
+        return row[0] if row else None
+
     def search_flights(self, origin: str, dest: str) -> dict[str, Any]:
         """List flights from origin to dest (read-only)."""
         self._enter("search_flights", {"origin": origin, "dest": dest})
@@ -209,6 +266,11 @@ class TravelWorld:
         return [self.search_flights, self.get_weather, self.book_flight, self.cancel_flight,
                 self.book_hotel, self.cancel_hotel, self.book_car, self.cancel_car, self.rent_car,
                 self.return_rental, self.charge_card, self.refund_charge]
+
+    def lookup_tools(self) -> list[Callable[..., Any]]:
+        """The reads and the update that lookups and before-images are tested with
+        (``find_bookings``, ``get_booking`` read-only; ``change_detail`` changes a booking)."""
+        return [self.find_bookings, self.get_booking, self.change_detail]
 
     # -- inspection ------------------------------------------------------------------------------
     def live(self, kind: str | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,112 @@
+"""Hook dispatch, in one place: how the engine asks its plugins.
+
+Every hook of :mod:`rac.hookspecs` is called through :class:`Hooks`. Each implementation is
+called directly with the subset of the arguments it declares (pluggy's own contract), in
+pluggy's order (last registered first, ``tryfirst``/``trylast`` honoured). When a hook has one
+implementation, as most have (the default plugin), that is one direct call: the default
+plugins' "fast form" is simply their own method, never a different function.
+
+A plugin that raises never breaks a call or a rollback: the failure is emitted as one
+``rac.plugin_failed`` event naming the plugin and the hook, and the implementation counts as
+having no answer (the next one, usually the default, answers). Hooks with a wrapper
+implementation (``wrapper=True``/``hookwrapper=True``) are called through pluggy itself, under
+the same guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+from rac.events import emit
+
+_FIRST_RESULT = ("rac_resolve_compensation", "rac_map_compensation_args", "rac_classify_error",
+                 "rac_detect_result_error", "rac_normalize_result", "rac_approve_compensation",
+                 "rac_approve_action", "rac_render_report", "rac_adapt_tool")
+_NOTIFY = ("rac_record_written", "rac_run_status_changed", "rac_rollback_started",
+           "rac_rollback_finished")
+
+_Impl = tuple[str, Callable[..., Any], tuple[str, ...]]
+
+
+class Hooks:
+    """The plugins of one engine, ready to be asked. Refreshed whenever a plugin comes or goes
+    (see :class:`rac.engine.RAC`); read-only otherwise, so safe to share between threads."""
+
+    def __init__(self, manager: pluggy.PluginManager) -> None:
+        self._manager = manager
+        self._impls: dict[str, list[_Impl] | None] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the implementations of every hook again (after a plugin was added/removed)."""
+        impls: dict[str, list[_Impl] | None] = {}
+        for name in (*_FIRST_RESULT, *_NOTIFY):
+            caller = getattr(self._manager.hook, name, None)
+            if caller is None:
+                impls[name] = []
+                continue
+            found = caller.get_hookimpls()
+            if any(i.hookwrapper or i.wrapper for i in found):
+                impls[name] = None  # pluggy calls it: wrappers need its machinery
+                continue
+            impls[name] = [(i.plugin_name, i.function, tuple(i.argnames))
+                           for i in reversed(found)]
+        self._impls = impls
+
+    def listened(self, name: str) -> bool:
+        """True if any plugin implements the notification hook ``name`` (RAC skips building
+        the arguments of a notification nobody receives)."""
+        impls = self._impls.get(name, [])
+        return impls is None or bool(impls)
+
+    def first(self, name: str, *, propagate: tuple[type[BaseException], ...] = (),
+              **kwargs: Any) -> Any:
+        """Ask a first-result hook: the first answer that is not None, or None. Exceptions of
+        the ``propagate`` types are a plugin's deliberate answer and are raised."""
+        impls = self._impls.get(name)
+        if impls is None:
+            return self._through_pluggy(name, kwargs, propagate)
+        for plugin, function, argnames in impls:
+            try:
+                answer = function(**{a: kwargs[a] for a in argnames})
+            except propagate:
+                raise
+            except Exception as e:  # noqa: BLE001 - a plugin's failure is "no answer"
+                _failed(plugin, name, e)
+                continue
+            if answer is not None:
+                return answer
+        return None
+
+    def notify(self, name: str, **kwargs: Any) -> None:
+        """Tell every implementation of a notification hook; failures are emitted, not raised."""
+        impls = self._impls.get(name)
+        if impls is None:
+            self._through_pluggy(name, kwargs)
+            return
+        for plugin, function, argnames in impls:
+            try:
+                function(**{a: kwargs[a] for a in argnames})
+            except Exception as e:  # noqa: BLE001 - a listener's failure never breaks a run
+                _failed(plugin, name, e)
+
+    def _through_pluggy(self, name: str, kwargs: dict[str, Any],
+                        propagate: tuple[type[BaseException], ...] = ()) -> Any:
+        try:
+            return getattr(self._manager.hook, name)(**kwargs)
+        except propagate:
+            raise
+        except Exception as e:  # noqa: BLE001 - see the module docstring
+            _failed("(a hook wrapper chain)", name, e)
+            return None
+
+
+def _failed(plugin: str, hook: str, error: Exception) -> None:
+    emit("rac.plugin_failed", level="warning", plugin=plugin, hook=hook, status="no_answer",
+         error=f"{type(error).__name__}: {error}"[:500])
+
+
+__all__ = ["Hooks"]

@@ -1,0 +1,140 @@
+"""The lifecycle of records and runs, written once as tables, and the one function that
+decides what a run's status is after a rollback.
+
+Every status change RAC writes is checked against :data:`RECORD_TRANSITIONS` or
+:data:`RUN_TRANSITIONS` (:func:`check_record`, :func:`check_run`);
+:class:`rac.testing.LifecycleStore` wraps any store and enforces the same tables on every write,
+so the whole test suite proves that nothing bypasses them.
+
+The all-clear is computed here, not assumed: :func:`status_after_rollback` says
+``compensated`` only when no side effect of the scope that may have happened is still live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from rac.errors import RACError
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
+
+R = RecordStatus
+S = RunStatus
+
+#: Legal status changes of an action record.
+RECORD_TRANSITIONS: dict[RecordStatus, frozenset[RecordStatus]] = {
+    # intent written: the call ran (completed), did not happen (failed), may have happened
+    # and nothing could settle it (in_doubt); a crash leaves it pending for recovery, which
+    # compensates it as in doubt, or an operator resolves it
+    R.PENDING: frozenset({R.COMPLETED, R.FAILED, R.IN_DOUBT, R.COMPENSATING,
+                          R.COMPENSATION_FAILED, R.RESOLVED}),
+    # reconciled later (found: completed; absent: failed), or compensated as in doubt
+    R.IN_DOUBT: frozenset({R.COMPLETED, R.FAILED, R.COMPENSATING, R.COMPENSATION_FAILED,
+                           R.RESOLVED}),
+    R.COMPLETED: frozenset({R.COMPENSATING, R.COMPENSATION_FAILED, R.RESOLVED}),
+    R.FAILED: frozenset(),
+    # compensating -> compensating: recovery runs an interrupted compensation again
+    R.COMPENSATING: frozenset({R.COMPENSATED, R.COMPENSATION_FAILED, R.COMPENSATING}),
+    R.COMPENSATED: frozenset(),
+    # a dead letter: resumed (compensating) or settled by an operator
+    R.COMPENSATION_FAILED: frozenset({R.COMPENSATING, R.RESOLVED}),
+    R.RESOLVED: frozenset(),
+}
+
+#: Legal status changes of a compensation record.
+COMPENSATION_TRANSITIONS: dict[RecordStatus, frozenset[RecordStatus]] = {
+    R.PENDING: frozenset({R.COMPLETED, R.FAILED}),
+    R.COMPLETED: frozenset(),
+    R.FAILED: frozenset(),
+}
+
+#: Legal status changes of a run. ``needs_attention`` is sticky: only a rollback (a later
+#: failure, ``rac resume``) or an operator's resolution leaves it; calls made meanwhile do not.
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    S.RUNNING: frozenset({S.COMPLETED, S.COMPENSATING}),
+    S.COMPLETED: frozenset({S.RUNNING, S.COMPENSATING}),
+    # a nested scope rolled back cleanly: the run goes on
+    S.COMPENSATING: frozenset({S.COMPENSATED, S.NEEDS_ATTENTION, S.RUNNING, S.COMPLETED}),
+    S.COMPENSATED: frozenset({S.RUNNING, S.COMPENSATING}),
+    S.NEEDS_ATTENTION: frozenset({S.COMPENSATING, S.RESOLVED}),
+    S.RESOLVED: frozenset({S.RUNNING, S.COMPENSATING}),
+}
+
+
+class LifecycleError(RACError):
+    """A status change that the lifecycle tables forbid: a bug in RAC or in a store."""
+
+
+def check_record(record: Record | RecordKind, previous: RecordStatus,
+                 new: RecordStatus) -> None:
+    """Raise :class:`LifecycleError` unless ``previous -> new`` is legal for the record."""
+    if previous is new and previous is not R.COMPENSATING:
+        return
+    kind = record if isinstance(record, RecordKind) else record.kind
+    table = COMPENSATION_TRANSITIONS if kind is RecordKind.COMPENSATION else RECORD_TRANSITIONS
+    if new not in table.get(previous, frozenset()):
+        where = f"{record.run_id}#{record.seq} ({record.tool})" \
+            if isinstance(record, Record) else str(kind)
+        raise LifecycleError(f"illegal status change of {where}: {previous} -> {new}")
+
+
+def check_run(run_id: str, previous: RunStatus, new: RunStatus) -> None:
+    """Raise :class:`LifecycleError` unless ``previous -> new`` is legal for a run."""
+    if previous is not new and new not in RUN_TRANSITIONS.get(previous, frozenset()):
+        raise LifecycleError(f"illegal status change of run {run_id}: {previous} -> {new}")
+
+
+#: Statuses of an action whose effect may be in the world.
+MAYBE_LIVE = frozenset({R.COMPLETED, R.COMPENSATING, R.COMPENSATION_FAILED, R.IN_DOUBT,
+                        R.PENDING})
+#: Statuses that need a person (or a resume) before a run can be called clean.
+NEEDS_A_PERSON = frozenset({R.COMPENSATION_FAILED, R.IN_DOUBT})
+
+
+def in_scope(record_scope: str, scope: str) -> bool:
+    """True if a record of ``record_scope`` belongs to ``scope`` (``"0"`` is the whole run)."""
+    return scope == "0" or record_scope == scope or record_scope.startswith(scope + ".")
+
+
+def may_be_live(record: Record, running: Collection[int] = ()) -> bool:
+    """True if ``record`` is a side-effecting action whose effect may be in the world (a call
+    still ``running`` is not counted: it is settled when it returns)."""
+    if record.kind is not RecordKind.ACTION or record.read_only:
+        return False
+    if record.status is R.PENDING:
+        return record.seq not in running
+    return record.status in MAYBE_LIVE
+
+
+def status_after_rollback(records: Iterable[Record], scope: str, *,
+                          running: Collection[int] = (),
+                          unsettled: Collection[int] = ()) -> RunStatus:
+    """The run's status once a rollback of ``scope`` has done what it could.
+
+    ``compensating`` while a call of the scope is still running or being undone
+    (``unsettled``); ``needs_attention`` while any side effect of the scope may still be live
+    (not undone, in doubt, a dead letter, held, kept for a dependent, not undoable); for a
+    nested scope that is clean, the run goes on (``running``) unless something elsewhere in the
+    run still needs a person; else ``compensated``.
+    """
+    attention = False
+    elsewhere = False
+    for r in records:
+        if r.kind is not RecordKind.ACTION or r.read_only:
+            continue
+        mine = in_scope(r.scope, scope)
+        if mine and (r.seq in unsettled or (r.status is R.PENDING and r.seq in running)):
+            return S.COMPENSATING
+        if mine and may_be_live(r, running):
+            attention = True
+        elif not mine and r.status in NEEDS_A_PERSON:
+            elsewhere = True
+    if attention:
+        return S.NEEDS_ATTENTION
+    if scope != "0":
+        return S.NEEDS_ATTENTION if elsewhere else S.RUNNING
+    return S.COMPENSATED
+
+
+__all__ = ["COMPENSATION_TRANSITIONS", "LifecycleError", "MAYBE_LIVE", "RECORD_TRANSITIONS",
+           "RUN_TRANSITIONS", "check_record", "check_run", "in_scope", "may_be_live",
+           "status_after_rollback"]

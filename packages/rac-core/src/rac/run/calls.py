@@ -1,0 +1,333 @@
+"""The life of one tool call under RAC: the intent written before it runs (with its
+before-image), its attempts, what an ambiguous failure means for a tool of its effect class
+(retried, reconciled, or in doubt), the declared alternatives, the outcome written after it,
+and the rollback when nothing worked.
+
+Decision table for a failed attempt (see docs/concepts.md, "Calls that may have happened"):
+
+====================  ==========================  ======================================
+error kind            read_only/idempotent/keyed  unsafe
+====================  ==========================  ======================================
+transient             retry; when spent: failed   retry; when spent: failed
+ambiguous             retry; when spent: settle   settle at once
+permanent             failed                      failed
+====================  ==========================  ======================================
+
+*settle*: the declared lookup says found (the call's result), absent (retried if attempts are
+left, else failed) or cannot tell; without a lookup, or when it cannot tell, the record is
+``in_doubt`` and the scope is rolled back (no alternative runs: the first call may be live).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rac.effects import Flow, Invoke, Sleep
+from rac.errors import CallRefused, NoCompensationError
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
+from rac.registry import Effect, Irreversible
+from rac.report import AttemptedAlternative, RecoveryReport
+from rac.run.attempts import Attempt, attempt
+from rac.run.compensation import compensate
+from rac.run.keys import idempotency_key
+from rac.run.outcome import CallOutcome
+from rac.run.reconcile import ABSENT, FOUND, read_before, reconcile
+from rac.run.rollback import Failure, rollback_flow
+from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
+
+if TYPE_CHECKING:
+    from rac.registry import Compensation
+    from rac.run.run import AsyncInvoker, Invoker, Run
+
+R = RecordStatus
+_REPEAT_SAFE = (Effect.READ_ONLY, Effect.IDEMPOTENT, Effect.KEYED)
+
+
+@dataclass(slots=True)
+class Begun:
+    """The intent of a call, written: its record, RAC's own copy of its arguments, and why it
+    was refused (None: it may run)."""
+
+    record: Record
+    args: dict[str, Any]
+    refusal: str | None = None
+    error: CallRefused | None = None
+
+
+@dataclass(slots=True)
+class Performed:
+    """How a call's attempts ended: ``ok`` (``got`` is the success), ``failed`` (it did not
+    happen) or ``in_doubt`` (it may have; ``reason`` says why nothing could tell)."""
+
+    kind: str
+    got: Attempt
+    reason: str = ""
+
+
+def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None,
+              depends_on: Iterable[int], batch: Any, scope: str, invoke: Invoker,
+              ainvoke: AsyncInvoker | None) -> Flow[CallOutcome]:
+    """The whole life of one call (see the module docstring)."""
+    engine = run.engine
+    first: Failure | None = None
+    tried: list[AttemptedAlternative] = []
+    first_seq: int | None = None
+    deps = list(depends_on)
+    for tool in [name, *engine.registry.alternatives.get(name, ())]:
+        begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq, batch)
+        rec = begun.record
+        if first_seq is None:
+            first_seq = rec.seq
+        if begun.refusal is not None:
+            if first is None:  # the call itself was refused: it never ran, nothing to undo
+                return CallOutcome(False, tool, rec.seq, refused=True, message=begun.refusal,
+                                   error=begun.error)
+            tried.append(AttemptedAlternative(tool=tool, error=f"refused: {begun.refusal}"))
+            continue
+        try:
+            call = Invoke(_bound(invoke, tool), _abound(ainvoke, tool),
+                          _with_key(run, tool, begun.args, rec))
+            performed = yield from perform(run, rec, tool, begun.args, call)
+        except BaseException as e:
+            run.interrupted(rec, e)
+            raise
+        if performed.kind == "ok":
+            return (yield from complete(run, rec, begun.args, performed.got))
+        got = performed.got
+        assert got.error is not None and got.classification is not None
+        doomed = run.end_call(rec, R.IN_DOUBT if performed.kind == "in_doubt" else R.FAILED,
+                              error=error_text(got.error), attempts=rec.attempts,
+                              result=stored_copy(got.value, engine.max_value_chars),
+                              note=performed.reason or None)
+        if doomed and performed.kind != "in_doubt":
+            return CallOutcome(False, tool, rec.seq, error=got.error, undone=True, message=(
+                f"RAC: {tool} failed ({error_text(got.error)}) after this run was rolled back; "
+                "nothing of it is live. Replan from a clean state."))
+        failure = Failure(tool, rec.seq, got.error, got.classification.kind, rec.attempts)
+        if first is None:
+            first = failure
+        else:
+            tried.append(AttemptedAlternative(tool=tool, error=error_text(got.error),
+                                              attempts=rec.attempts))
+        if performed.kind == "in_doubt":
+            break  # the call may be live: no alternative may stand in for it
+    assert first is not None
+    report: RecoveryReport = yield from rollback_flow(run, scope, reason=f"{first.tool} failed",
+                                                      failure=first, alternatives=tried)
+    return CallOutcome(False, first.tool, first.seq, error=first.error, report=report,
+                       message=engine.render(report))
+
+
+def _bound(invoke: Invoker, tool: str) -> Any:
+    return lambda a: invoke(tool, a)
+
+
+def _abound(ainvoke: AsyncInvoker | None, tool: str) -> Any:
+    if ainvoke is None:
+        return None
+
+    async def call(a: dict[str, Any]) -> Any:
+        return await ainvoke(tool, a)
+    return call
+
+
+def _with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
+    """The arguments the tool is called with: a ``keyed`` tool gets the step's key."""
+    param = run.engine.key_param
+    if rec.effect == Effect.KEYED and param not in args:
+        t = run.tool(tool)
+        if t is None or t.params is None or param in t.params:
+            return {**args, param: rec.idempotency_key}
+    return args
+
+
+def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
+          depends_on: list[int], alternative_of: int | None, batch: Any) -> Flow[Begun]:
+    """Decide whether the call may run (its policies, its before-image) and write its intent
+    record: the first half of the write-ahead log."""
+    engine = run.engine
+    registry = engine.registry
+    t = run.tool(tool)
+    effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
+    stored_args = stored_copy(args, engine.max_value_chars)
+    rec = Record(run.run_id, 0, tool, RecordKind.ACTION, R.PENDING, agent_id or run.agent_id,
+                 scope, stored_args, None, None, 1, "", [], None, alternative_of, True,
+                 effect is Effect.READ_ONLY, None, 0.0, 0.0, str(effect), None)
+    undo: dict[str, Any] = {}
+    needed: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
+    refusal: str | None = None
+    error: CallRefused | None = None
+    if not rec.read_only:
+        irreversible = registry.irreversible.get(tool)
+        comp: Compensation | None = None if irreversible is not None else \
+            engine.hooks.first("rac_resolve_compensation", engine=engine, record=rec)
+        if irreversible is not None:
+            rec.compensable = False
+            refusal = _irreversible(run, rec, irreversible, args)
+        elif comp is None:
+            refusal = _uncompensable(run, rec)
+            if refusal is not None:
+                error = NoCompensationError(refusal)
+        else:
+            comp_tool = run.tool(comp.tool)
+            needed = needed_fields(comp, comp_tool.params if comp_tool else None)
+            part = undo_part(args, stored_args, needed[0])
+            if part is not None:
+                undo["args"] = part
+        if comp is not None and comp.before is not None:
+            ok, before = yield from read_before(run, comp.before, args, "")
+            if ok:
+                undo["before"] = exact(before)
+            elif comp.before.on_failure == "run":
+                rec.compensable = False
+                rec.note = f"not undoable: its before-image could not be read ({before})"
+            else:
+                refusal = (f"refused: {tool} would change state that RAC could not read first "
+                           f"({before}), so it could not be undone")
+        if refusal is not None and error is None:
+            error = CallRefused(refusal)
+    with run.lock:
+        run.reopen_if_idle()
+        rec.seq = run.next_seq()
+        rec.idempotency_key = idempotency_key(run.run_id, rec.seq, "action")
+        rec.created_at = rec.updated_at = engine.clock.now()
+        if not rec.read_only:
+            inferred = run.deps.dependencies(args)
+            rec.depends_on = sorted(set(inferred) | set(depends_on))
+        if refusal is None and batch is not None:
+            refusal = run.batch_refusal(batch, tool)
+            if refusal is not None:
+                error = CallRefused(refusal)
+        if refusal is not None:
+            rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
+        # undo data only where an undo may need it
+        rec.undo = undo if undo and rec.compensable and not rec.read_only else None
+        run.log.append(rec)
+        if refusal is None:
+            run.in_flight.add(rec.seq)
+            if needed is not None:
+                run.needs[rec.seq] = needed
+            run.doom_if_rolling_back(rec)
+    return Begun(rec, args, refusal, error)
+
+
+def _irreversible(run: Run, rec: Record, policy: Irreversible, args: dict[str, Any]
+                  ) -> str | None:
+    if policy is Irreversible.RUN:
+        rec.note = "irreversible: no undo exists"
+        return None
+    if policy is Irreversible.REFUSE:
+        return f"refused: {rec.tool} cannot be undone and is declared irreversible='refuse'"
+    engine = run.engine
+    verdict = engine.hooks.first("rac_approve_action", engine=engine, run=run, tool=rec.tool,
+                                 args=dict(args))
+    if verdict is True:
+        rec.note = "irreversible: approved before it ran"
+        return None
+    if verdict is False:
+        return f"refused: {rec.tool} cannot be undone and its approval was denied"
+    return (f"not run: {rec.tool} cannot be undone and waits for approval; nothing was done. "
+            "Ask the user, then call it again once approved")
+
+
+def _uncompensable(run: Run, rec: Record) -> str | None:
+    """Apply ``no_compensation`` to a side-effecting call with no compensator; the refusal,
+    if it is refused."""
+    policy = run.engine.no_compensation
+    if policy == "assume_read_only":
+        rec.read_only = True
+        return None
+    rec.compensable = False
+    if policy == "refuse":
+        return (f"refused: {rec.tool} has side effects and no compensation is declared "
+                "(no_compensation='refuse')")
+    run.log.event("rac.no_compensation", level="warning", tool=rec.tool,
+                  status="completed_uncompensable")
+    return None
+
+
+def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
+            call: Invoke) -> Flow[Performed]:
+    """Attempt the call until it succeeds, fails for good, or may have happened and nothing
+    can tell (see the decision table in the module docstring)."""
+    engine = run.engine
+    policy = engine.retry
+    effect = Effect(rec.effect) if rec.effect else Effect.UNSAFE
+    lookup = engine.registry.lookups.get(tool)
+    tries = 0
+    while True:
+        tries += 1
+        if tries > 1:
+            with run.lock:
+                run.log.update(rec, attempts=tries)
+        else:
+            rec.attempts = 1
+        got = yield from attempt(engine, tool, call)
+        if got.ok:
+            return Performed("ok", got)
+        cls = got.classification
+        assert cls is not None and got.error is not None
+        retry = cls.transient or (cls.ambiguous and effect in _REPEAT_SAFE)
+        if retry and tries < policy.max_attempts:
+            yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
+                                happened=not cls.transient)
+            continue
+        if not cls.ambiguous or effect is Effect.READ_ONLY:
+            return Performed("failed", got)
+        # It may have happened.
+        if lookup is None:
+            return Performed("in_doubt", got, f"may have happened: {cls.kind} failure and no "
+                                              "lookup is declared to tell")
+        seen = yield from reconcile(run, lookup, own_args, rec.idempotency_key)
+        run.log.event("rac.reconcile", seq=rec.seq, tool=tool, status=seen.verdict,
+                      reason=seen.reason)
+        if seen.verdict == FOUND:
+            return Performed("ok", Attempt(True, seen.result, seen.result),
+                             f"reconciled: {lookup.tool} found the effect")
+        if seen.verdict == ABSENT:
+            if tries < policy.max_attempts:
+                yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
+                                    happened=False)
+                continue
+            return Performed("failed", got, f"reconciled: {seen.reason}")
+        return Performed("in_doubt", got, f"may have happened: {seen.reason}")
+
+
+def _backoff(run: Run, rec: Record, tool: str, tries: int, retry_after: float | None,
+             error: BaseException, *, happened: bool) -> Flow[None]:
+    """Wait before the next attempt. Interrupted while waiting, a call whose last attempt is
+    known not to have happened (``happened`` False) is written as failed; else it stays
+    pending, in doubt."""
+    delay = run.engine.retry.delay(tries, retry_after=retry_after, rng=run.rng)
+    run.log.event("rac.retry", seq=rec.seq, tool=tool, status="retrying", attempt=tries,
+                  delay=delay, error=error_text(error))
+    try:
+        yield Sleep(delay, False)
+    except BaseException as e:
+        if not happened and not isinstance(e, run.engine.passthrough):
+            run.end_call(rec, R.FAILED, error=error_text(error), attempts=tries,
+                         note=f"interrupted by {type(e).__name__} while waiting to retry; "
+                              "no attempt took effect")
+        raise
+
+
+def complete(run: Run, rec: Record, args: dict[str, Any], got: Attempt) -> Flow[CallOutcome]:
+    """Write a success; undo it at once if its scope was rolled back while it ran."""
+    doomed = run.succeeded(rec, args, got.value)
+    if not doomed:
+        return CallOutcome(True, rec.tool, rec.seq, result=got.raw, value=got.value)
+    try:
+        undo = yield from compensate(run, rec)
+    finally:
+        run.settle_doomed(rec.seq)
+    what = f"via {undo.compensator}" if undo.outcome == "compensated" else (
+        f"undo {undo.outcome}: {undo.error}" if undo.error else f"undo {undo.outcome}")
+    live = "" if undo.outcome == "compensated" else " IT MAY STILL BE LIVE: a person must check."
+    return CallOutcome(False, rec.tool, rec.seq, result=got.raw, value=got.value, undone=True,
+                       message=(f"RAC: {rec.tool} completed after this run was rolled back, so "
+                                f"it was undone too ({what}).{live} Replan from a clean state."))
+
+
+__all__ = ["Begun", "Performed", "begin", "call_flow", "complete", "perform", "RunStatus"]

@@ -1,0 +1,102 @@
+"""Reads around an action: the before-image taken right before it, and the lookup that finds
+out whether a call that may have happened did (reconciliation). Both are declared (see
+:class:`rac.Lookup` and :class:`rac.BeforeImage`) and performed as effects of the flow, so the
+blocking and the asyncio paths share them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rac.effects import Flow, Invoke
+from rac.errors import CompensationMappingError
+from rac.mapping import resolve_in
+from rac.serialize import as_fields
+
+if TYPE_CHECKING:
+    from rac.registry import BeforeImage, Lookup
+    from rac.run.run import Run
+
+FOUND, ABSENT, UNKNOWN = "found", "absent", "unknown"
+
+
+@dataclass(slots=True)
+class Reconciled:
+    """What a lookup said: ``found`` (``result`` is the effect, as the call would have
+    returned it), ``absent`` (it did not happen) or ``unknown`` (``reason`` says why)."""
+
+    verdict: str
+    result: Any = None
+    reason: str = ""
+
+
+def _call_args(decl: BeforeImage | Lookup, args: Mapping[str, Any], key: str,
+               label: str) -> dict[str, Any]:
+    sources = {"args": args, "key": key}
+    return {param: resolve_in(path, sources, tool=f"{decl.tool} ({label})", param=param)
+            for param, path in decl.args.items()}
+
+
+def read_before(run: Run, decl: BeforeImage, args: Mapping[str, Any],
+                key: str) -> Flow[tuple[bool, Any]]:
+    """Call the before-image's read tool: ``(True, its normalised result)`` or ``(False,
+    the reason it could not be read)``."""
+    try:
+        call_args = _call_args(decl, args, key, "before-image")
+    except CompensationMappingError as e:
+        return False, str(e)
+    tool = run.tool(decl.tool)
+    if tool is None:
+        return False, f"the before-image tool {decl.tool!r} is not available to this run"
+    ok, raw = yield Invoke(tool.invoke, tool.ainvoke, call_args, False)
+    if not ok:
+        return False, f"{decl.tool} raised {type(raw).__name__}: {raw}"
+    value = run.engine.hooks.first("rac_normalize_result", tool=decl.tool, result=raw)
+    value = raw if value is None else value
+    err = run.engine.hooks.first("rac_detect_result_error", tool=decl.tool, result=value)
+    if err is not None:
+        return False, f"{decl.tool} returned an error: {err}"
+    return True, as_fields(value)
+
+
+def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
+              *, shielded: bool = False) -> Flow[Reconciled]:
+    """Ask the lookup whether the call with ``args`` (and idempotency ``key``) took effect."""
+    try:
+        call_args = _call_args(lookup, args, key, "lookup")
+        wanted = {f: resolve_in(p, {"args": args, "key": key}, tool=f"{lookup.tool} (lookup)",
+                                param=f"match[{f!r}]") for f, p in lookup.match.items()}
+    except CompensationMappingError as e:
+        return Reconciled(UNKNOWN, reason=str(e))
+    tool = run.tool(lookup.tool)
+    if tool is None:
+        return Reconciled(UNKNOWN, reason=f"the lookup tool {lookup.tool!r} is not available "
+                                          "to this run")
+    ok, raw = yield Invoke(tool.invoke, tool.ainvoke, call_args, shielded)
+    if not ok:
+        return Reconciled(UNKNOWN, reason=f"the lookup {lookup.tool} raised "
+                                          f"{type(raw).__name__}: {raw}")
+    value = run.engine.hooks.first("rac_normalize_result", tool=lookup.tool, result=raw)
+    value = as_fields(raw if value is None else value)
+    if run.engine.hooks.first("rac_detect_result_error", tool=lookup.tool,
+                              result=value) is not None:
+        return Reconciled(UNKNOWN, reason=f"the lookup {lookup.tool} returned an error")
+    try:
+        items = resolve_in(lookup.items, {"result": value}, tool=lookup.tool, param="items") \
+            if lookup.items else value
+    except CompensationMappingError as e:
+        return Reconciled(UNKNOWN, reason=str(e))
+    if isinstance(items, Mapping):
+        items = list(items.values()) if items and all(
+            isinstance(v, Mapping) for v in items.values()) and not wanted.keys() <= items.keys() \
+            else [items]
+    if not isinstance(items, list | tuple):
+        return Reconciled(UNKNOWN, reason=f"the lookup {lookup.tool} returned "
+                                          f"{type(items).__name__}, not a list of candidates")
+    for item in items:
+        fields = as_fields(item)
+        if isinstance(fields, Mapping) and all(
+                k in fields and fields[k] == v for k, v in wanted.items()):
+            return Reconciled(FOUND, fields)
+    return Reconciled(ABSENT, reason=f"{lookup.tool} shows no such effect")

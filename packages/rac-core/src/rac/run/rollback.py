@@ -1,0 +1,209 @@
+"""A rollback: undo what a scope did, newest first and dependents first, then say what
+happened. What the report names as live is derived from the records once the rollback is done,
+so nothing that may still be in the world can be left out of it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rac.classify import ErrorKind
+from rac.effects import Flow
+from rac.lifecycle import in_scope, may_be_live, status_after_rollback
+from rac.models import Record, RecordKind, RecordStatus
+from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
+from rac.run.compensation import Undo, compensate
+from rac.run.planning import UNDOABLE, plan_rollback
+from rac.run.reconcile import ABSENT, FOUND, reconcile
+from rac.run.values import error_text, stored_and_exact
+
+if TYPE_CHECKING:
+    from rac.run.run import Run
+
+R = RecordStatus
+
+
+@dataclass(slots=True)
+class Failure:
+    """The call whose failure started a rollback."""
+
+    tool: str
+    seq: int
+    error: BaseException
+    kind: ErrorKind
+    attempts: int
+
+
+def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None = None,
+                  alternatives: list[AttemptedAlternative] | None = None,
+                  statuses: Collection[RecordStatus] = UNDOABLE) -> Flow[RecoveryReport]:
+    """Roll back ``scope``; ``statuses`` are the record statuses it takes up (recovery and
+    resume add interrupted compensations and dead letters)."""
+    engine = run.engine
+    with run.lock:
+        run.log.set_status(run.log.status.__class__.COMPENSATING)
+        run.active_rollbacks.append(scope)
+        run.rollbacks_started += 1
+        plan = plan_rollback(run.log.records.values(), scope, running=run.in_flight,
+                             claimed=run.claimed, statuses=statuses)
+        claimed = [r.seq for r in plan.order]
+        run.claimed.update(claimed)
+        for r in plan.running:
+            run.doomed.setdefault(r.seq, scope)
+    seqs = [r.seq for r in plan.order]
+    run.log.event("rac.rollback", scope=scope, status="started", seqs=seqs, reason=reason)
+    if engine.hooks.listened("rac_rollback_started"):
+        engine.hooks.notify("rac_rollback_started", run_id=run.run_id, scope=scope, seqs=seqs,
+                            reason=reason)
+    #: seq -> what this rollback found out about it (the compensator, an error, a reason)
+    notes: dict[int, Undo] = {}
+    try:
+        for rec in plan.order:
+            blockers = [d for r in plan.order if rec.seq in r.depends_on and r.seq != rec.seq
+                        and may_be_live(run.log.records[r.seq], run.in_flight)
+                        for d in [r.seq]]
+            if blockers:
+                b = run.log.records[blockers[0]]
+                notes[rec.seq] = Undo("blocked", None,
+                                      f"{b.tool} (#{b.seq}) depends on it and is still live")
+                continue
+            if not rec.compensable:
+                continue
+            if rec.status in (R.PENDING, R.IN_DOUBT):
+                settled = yield from _settle(run, rec)
+                if settled is not None:
+                    notes[rec.seq] = settled
+                    if settled.outcome == "absent":
+                        continue
+            notes[rec.seq] = yield from compensate(run, rec)
+    finally:
+        with run.lock:
+            run.active_rollbacks.remove(scope)
+            run.claimed.difference_update(claimed)
+    with run.lock:
+        status = status_after_rollback(run.log.records.values(), scope, running=run.in_flight,
+                                       unsettled=set(run.doomed) | run.claimed)
+        report = _report(run, scope, reason, failure, alternatives or [], plan.kept, notes,
+                         status, [r.seq for r in plan.order])
+        run.log.set_status(status)
+        run.deps.forget([s for s, n in notes.items() if n.outcome == "compensated"])
+    run.last_report = report
+    run.log.event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
+                  status=str(report.status), compensated=len(report.compensated),
+                  left_live=len(report.left_live))
+    if engine.hooks.listened("rac_rollback_finished"):
+        engine.hooks.notify("rac_rollback_finished", run_id=run.run_id, scope=scope,
+                            report=report)
+    return report
+
+
+def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
+    """For a call that may have happened: ask its lookup. Found: it becomes completed with the
+    found result (then compensated as usual). Absent: it did not happen. None: no lookup, or
+    it could not tell (the compensation then works from the arguments alone)."""
+    lookup = run.engine.registry.lookups.get(rec.tool)
+    if lookup is None:
+        return None
+    from rac.run.compensation import undo_sources
+
+    args, _result, _before = undo_sources(run, rec)
+    seen = yield from reconcile(run, lookup, args, rec.idempotency_key, shielded=True)
+    run.log.event("rac.reconcile", seq=rec.seq, tool=rec.tool, status=seen.verdict,
+                  reason=seen.reason)
+    with run.lock:
+        if seen.verdict == FOUND:
+            stored, exact_result = stored_and_exact(seen.result, run.engine.max_value_chars)
+            undo = dict(rec.undo or {})
+            if exact_result is not None:
+                undo["result"] = exact_result
+            run.log.update(rec, status=R.COMPLETED, result=stored, undo=undo or None,
+                           note=f"reconciled: {lookup.tool} found the effect")
+            run.live[rec.seq] = (args, seen.result)
+            return None
+        if seen.verdict == ABSENT:
+            run.log.update(rec, status=R.FAILED, note=f"reconciled: {seen.reason}")
+            return Undo("absent", None, seen.reason)
+    return None
+
+
+def _ref(rec: Record) -> str | None:
+    from rac.dependencies import first_result_id
+
+    found = first_result_id(rec.result)
+    return found if type(found) is str or found is None else str(found)
+
+
+def _report(run: Run, scope: str, reason: str, failure: Failure | None,
+            alternatives: list[AttemptedAlternative], kept: dict[int, str],
+            notes: dict[int, Undo], status: Any, order: list[int]) -> RecoveryReport:
+    """The report, read off the records: every side effect of the scope that may still be
+    live is named, with the reason this rollback found (or an earlier one left)."""
+    compensated: list[UndoneAction] = []
+    failed: list[UndoneAction] = []
+    held: list[UndoneAction] = []
+    not_undoable: list[UndoneAction] = []
+    blocked: list[UndoneAction] = []
+    in_doubt: list[UndoneAction] = []
+    not_happened: list[UndoneAction] = []
+    in_flight: list[UndoneAction] = []
+    place = {seq: i for i, seq in enumerate(order)}
+    for rec in sorted(run.log.records.values(),
+                      key=lambda r: (place.get(r.seq, len(place)), -r.seq)):
+        if rec.kind is not RecordKind.ACTION or rec.read_only or not in_scope(rec.scope, scope):
+            continue
+        note = notes.get(rec.seq)
+        item = UndoneAction(rec.seq, rec.tool, note.compensator if note else None,
+                            note.error if note else None, _ref(rec))
+        st = rec.status
+        if rec.seq in run.in_flight:
+            item.happened = "running"
+            in_flight.append(item)
+        elif st is R.COMPENSATED:
+            if note is not None and note.outcome == "compensated":
+                item.happened = "yes"
+                compensated.append(item)
+        elif note is not None and note.outcome == "absent":
+            item.happened = "no"
+            not_happened.append(item)
+        elif st in (R.FAILED, R.RESOLVED, R.COMPENSATING):
+            if st is R.COMPENSATING:  # another rollback is undoing it right now
+                item.happened, item.error = "yes", "being undone by another rollback"
+                in_flight.append(item)
+        elif st in (R.PENDING, R.IN_DOUBT):
+            item.happened = "maybe"
+            item.error = item.error or rec.note or rec.error or "it may have taken effect"
+            in_doubt.append(item)
+        elif st is R.COMPENSATION_FAILED:
+            item.error = item.error or rec.error
+            if "may or may not have taken effect" in (rec.error or ""):
+                item.happened = "maybe"
+                in_doubt.append(item)
+            else:
+                item.happened = "yes"
+                failed.append(item)
+        elif st is R.COMPLETED:
+            item.happened = "yes"
+            if rec.seq in kept:
+                item.error = kept[rec.seq]
+                blocked.append(item)
+            elif note is not None and note.outcome == "blocked":
+                blocked.append(item)
+            elif note is not None and note.outcome == "held":
+                held.append(item)
+            elif not rec.compensable or (note is not None and note.outcome == "none"):
+                item.error = item.error or rec.note
+                not_undoable.append(item)
+            else:
+                item.error = "not undone by this rollback"
+                failed.append(item)
+    fields: dict[str, Any] = {
+        "run_id": run.run_id, "scope": scope, "reason": reason, "alternatives": alternatives,
+        "compensated": compensated, "compensation_failed": failed, "held": held,
+        "not_undoable": not_undoable, "blocked": blocked, "in_doubt": in_doubt,
+        "not_happened": not_happened, "in_flight": in_flight, "status": status}
+    if failure is not None:
+        fields.update(failed_tool=failure.tool, failed_seq=failure.seq,
+                      error=error_text(failure.error), error_kind=str(failure.kind),
+                      attempts=failure.attempts)
+    return RecoveryReport(**fields)

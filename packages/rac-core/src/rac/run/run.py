@@ -1,0 +1,464 @@
+"""The :class:`Run`: one transaction scope of an agent, the state its calls and rollbacks
+share, and its public entry points. The logic lives beside it: :mod:`rac.run.calls` (a call's
+life), :mod:`rac.run.rollback` and :mod:`rac.run.planning` (undoing a scope),
+:mod:`rac.run.compensation` (undoing one action), :mod:`rac.run.log` (writes to the log)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import Token
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from rac.dependencies import DependencyIndex
+from rac.effects import drive_async, drive_sync
+from rac.errors import ConfigurationError, ToolCallFailed
+from rac.lifecycle import in_scope, may_be_live
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.report import RecoveryReport
+from rac.run.context import CURRENT_RUN, CURRENT_SCOPE, Scope, current_scope_of
+from rac.run.keys import new_run_id
+from rac.run.log import RunLog
+from rac.run.outcome import CallOutcome, unwrap
+from rac.run.planning import REQUEUED, UNDOABLE
+from rac.run.values import error_text, stored_copy, undo_part
+from rac.tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from rac.effects import Flow
+    from rac.engine import RAC
+
+Invoker = Callable[[str, dict[str, Any]], Any]
+AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
+R = RecordStatus
+S = RunStatus
+_IDLE = (S.COMPLETED, S.COMPENSATED, S.RESOLVED)
+#: How many parallel batches (model turns) a run remembers.
+BATCH_MEMORY = 1024
+
+
+class Run:
+    """One transaction scope: the calls an agent made in one invocation, and their log.
+
+    Open it with ``with engine.run() as run`` or ``async with engine.run() as run``. Call tools
+    with :meth:`call` / :meth:`acall`, or from an adapter with :meth:`execute` /
+    :meth:`aexecute`. Leaving the block normally marks the run completed; leaving it with an
+    exception rolls the run back and lets the exception go on.
+
+    The attributes without a leading underscore below the public ones (``log``, ``in_flight``,
+    ``doomed``, ...) are the run's shared state, read and written by the modules of
+    :mod:`rac.run` under ``lock``; they are not meant for adapters.
+    """
+
+    def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
+                 tools: Iterable[Tool | Callable[..., Any]] | ToolSet | None = None) -> None:
+        self.engine = engine
+        self.run_id = run_id or new_run_id()
+        self.agent_id = agent_id or engine.agent_id
+        #: The report of this run's last rollback, if any.
+        self.last_report: RecoveryReport | None = None
+        self.lock = threading.RLock()
+        self.log = RunLog(engine, self.run_id, self.agent_id, self.lock)
+        self.started = False
+        self.in_flight: set[int] = set()
+        #: seq -> scope of a rollback that began while the call ran (undone when it returns)
+        self.doomed: dict[int, str] = {}
+        #: seqs a rollback is undoing (no two rollbacks undo one effect)
+        self.claimed: set[int] = set()
+        self.active_rollbacks: list[str] = []
+        self.rollbacks_started = 0
+        #: calls an interruption (not control flow) left pending: in doubt until recovery
+        self.interrupted_seqs: set[int] = set()
+        self.deps = DependencyIndex()
+        #: seq -> (args, value) as the call had them, in this process
+        self.live: dict[int, tuple[dict[str, Any], Any]] = {}
+        self.batches: OrderedDict[Any, int] = OrderedDict()
+        #: seq -> the argument and result fields its undo may read (see values.needed_fields)
+        self.needs: dict[int, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self._tools: dict[str, Tool] = {}
+        self._seq = itertools.count(1)
+        self._scopes = 0
+        self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
+        self._rng: random.Random | None = None
+        if tools:
+            self.add_tools(tools)
+
+    # -- public state ------------------------------------------------------------------------
+    @property
+    def status(self) -> RunStatus:
+        """Where the run stands (see :class:`rac.RunStatus`)."""
+        return self.log.status
+
+    @property
+    def busy(self) -> bool:
+        """True while a call of this run is under way (its intent written, its outcome not
+        yet); :meth:`finish` leaves a busy run running."""
+        return bool(self.in_flight)
+
+    @property
+    def rng(self) -> random.Random:
+        """Jitter for backoff, seeded by the run id."""
+        if self._rng is None:
+            self._rng = random.Random(self.run_id)
+        return self._rng
+
+    def records(self) -> list[Record]:
+        """Copies of this run's records, in seq order."""
+        with self.lock:
+            return [self.log.records[s].copy() for s in sorted(self.log.records)]
+
+    # -- tools ---------------------------------------------------------------------------------
+    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]] | ToolSet) -> None:
+        """Make tools callable in this run (compensators, alternatives, lookups), checking the
+        engine's declarations that concern them. A :class:`rac.ToolSet` of this engine that
+        passed that check under the current declarations is added without another."""
+        engine = self.engine
+        if isinstance(tools, ToolSet) and tools.engine is engine:
+            if tools.checked_at == engine.registry.version or _check_set(tools):
+                with self.lock:
+                    self._tools.update(tools.by_name)
+                return
+        new = [engine.adapt_tool(t) for t in tools]
+        with self.lock:
+            for t in new:
+                self._tools[t.name] = t
+            known = {**engine.tools, **self._tools}
+        engine.registry.check_known(set(known), only_for=[t.name for t in new])
+        engine.registry.check_params(known)
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool called ``name`` in this run or the engine, or None."""
+        return self._tools.get(name) or self.engine.tools.get(name)
+
+    # -- opening and closing -------------------------------------------------------------------
+    def start(self) -> None:
+        """Write the run's row if it is not written yet (the first call does this)."""
+        if self.started:
+            return
+        with self.lock:  # the first calls of a run may come from several threads at once
+            if not self.started:
+                self.log.create()
+                self.started = True
+
+    def __enter__(self) -> Run:
+        self.start()
+        self._tokens.append((CURRENT_RUN.set(self), CURRENT_SCOPE.set((self, "0"))))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        tokens = self._pop_tokens()
+        try:
+            reason = self._abort_reason(exc)
+            if reason is not None:
+                self.rollback(reason=reason, scope="0")
+            else:
+                self._close()
+        finally:
+            _reset(tokens)
+
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        tokens = self._pop_tokens()
+        try:
+            reason = self._abort_reason(exc)
+            if reason is not None:
+                await self.arollback(reason=reason, scope="0")
+            else:
+                self._close()
+        finally:
+            _reset(tokens)
+
+    def _pop_tokens(self) -> tuple[Token[Run | None], Token[tuple[Run, str] | None]]:
+        if not self._tokens:
+            raise RuntimeError(f"run {self.run_id} was left without being entered")
+        return self._tokens.pop()
+
+    def _abort_reason(self, exc: BaseException | None) -> str | None:
+        """Why the run must be rolled back as it closes, or None if it needs no rollback."""
+        if exc is None:
+            return None
+        if isinstance(exc, ToolCallFailed) and exc.report.run_id == self.run_id \
+                and exc.report.scope == "0":
+            return None  # its own failure already rolled it back
+        with self.lock:
+            if self.status in (S.COMPENSATED, S.NEEDS_ATTENTION) and not any(
+                    r.status in (R.COMPLETED, R.PENDING, R.IN_DOUBT)
+                    and may_be_live(r, self.in_flight) and r.compensable
+                    for r in self.log.records.values()):
+                return None  # rolled back already, and nothing was done since
+        return f"the run was aborted by {type(exc).__name__}: {error_text(exc)}"
+
+    def _close(self) -> None:
+        with self.lock:
+            if self.status is S.RUNNING and not self.interrupted_seqs:
+                self.log.set_status(S.COMPLETED)
+
+    def finish(self) -> bool:
+        """Mark the run completed, for adapters whose framework has no block to wrap the run
+        in; True if it is completed now.
+
+        Only a running run that is idle is marked: while a call of it is under way
+        (:attr:`busy`), or after an interruption (a crash, a cancellation) left a call in
+        doubt, it stays running, the second case for ``rac recover``. A rolled-back run keeps
+        its status, and ``needs_attention`` is never cleared by finishing. The run stays
+        joinable: a later call sets a completed run running again."""
+        self.start()
+        with self.lock:
+            if self.status is S.RUNNING and not self.in_flight and not self.interrupted_seqs:
+                self.log.set_status(S.COMPLETED)
+            return self.status is S.COMPLETED
+
+    def scope(self) -> Scope:
+        """A nested transaction scope: a failure inside it rolls back only what it did."""
+        parent = self.current_scope()
+        with self.lock:
+            self._scopes += 1
+            n = self._scopes
+        return Scope(self, f"{parent}.{n}")
+
+    def current_scope(self) -> str:
+        """The id of the innermost scope open in this context ("0" is the run itself)."""
+        return current_scope_of(self)
+
+    # -- entry points --------------------------------------------------------------------------
+    def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
+                agent_id: str | None = None, depends_on: Iterable[int] = (),
+                batch: Any = None) -> CallOutcome:
+        """Run one tool call under RAC (the adapter API, blocking).
+
+        ``invoke(tool_name, args)`` performs a call of the named tool (the requested one or an
+        alternative) through the framework and returns its raw result or raises. ``batch``
+        names the parallel calls of one model turn (any hashable, e.g. the id of the message
+        that asked for them): once a rollback of this run has begun after the batch's first
+        call, a call of the batch that has not started is refused, and one still running is
+        undone when it returns.
+        """
+        from rac.run.calls import call_flow
+
+        self.start()
+        flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
+                         batch=batch, scope=self.current_scope(), invoke=invoke, ainvoke=None)
+        return drive_sync(flow, self.engine.clock, self.engine.passthrough)
+
+    async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
+                       agent_id: str | None = None, depends_on: Iterable[int] = (),
+                       batch: Any = None) -> CallOutcome:
+        """Run one tool call under RAC without blocking the event loop (the adapter API)."""
+        from rac.run.calls import call_flow
+
+        self.start()
+
+        def unused(tool: str, a: dict[str, Any]) -> Any:  # pragma: no cover - async only
+            raise RuntimeError("the async path never calls tools synchronously")
+
+        flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
+                         batch=batch, scope=self.current_scope(), invoke=unused,
+                         ainvoke=ainvoke)
+        return await drive_async(flow, self.engine.clock, self.engine.passthrough)
+
+    def _resolve(self, tool: str | Tool | Callable[..., Any]) -> Tool:
+        if isinstance(tool, str):
+            found = self.tool(tool)
+            if found is None:
+                raise KeyError(f"unknown tool {tool!r}: pass the function, or register it with "
+                               f"rac.RAC(tools=[...]) or run.add_tools([...])")
+            return found
+        t = self.engine.adapt_tool(tool)
+        if self._tools.get(t.name) is not t:
+            self.add_tools([t])
+        return t
+
+    def call(self, tool: str | Tool | Callable[..., Any], /, **args: Any) -> Any:
+        """Call a tool under RAC and return its result.
+
+        Raises :class:`rac.ToolCallFailed` (carrying the report) after a rollback, and
+        :class:`rac.CallRefused` (:class:`rac.NoCompensationError` under
+        ``no_compensation="refuse"``) when the call was refused before it ran.
+        """
+        t = self._resolve(tool)
+        return unwrap(self.execute(t.name, args, lambda name, a: self._resolve(name).invoke(a)))
+
+    async def acall(self, tool: str | Tool | Callable[..., Any], /, **args: Any) -> Any:
+        """Async :meth:`call`."""
+        t = self._resolve(tool)
+
+        async def ainvoke(name: str, a: dict[str, Any]) -> Any:
+            return await self._resolve(name).ainvoke(a)
+
+        return unwrap(await self.aexecute(t.name, args, ainvoke))
+
+    def rollback(self, reason: str = "rolled back on request", *,
+                 scope: str | None = None) -> RecoveryReport:
+        """Compensate every side effect of ``scope`` (default: the current one) that happened
+        or may have."""
+        self.start()
+        return drive_sync(self.rollback_flow(scope or self.current_scope(), reason=reason),
+                          self.engine.clock, self.engine.passthrough)
+
+    async def arollback(self, reason: str = "rolled back on request", *,
+                        scope: str | None = None) -> RecoveryReport:
+        """Async :meth:`rollback`; a cancellation waits for the rollback to finish."""
+        self.start()
+        return await drive_async(self.rollback_flow(scope or self.current_scope(),
+                                                    reason=reason),
+                                 self.engine.clock, self.engine.passthrough)
+
+    def rollback_flow(self, scope: str, *, reason: str,
+                      requeue: Iterable[RecordStatus] = ()) -> Flow[RecoveryReport]:
+        """The rollback of ``scope`` as a flow for a driver (recovery uses it). ``requeue``
+        adds statuses it takes up again: ``compensating`` (a compensation a crash
+        interrupted), ``compensation_failed`` (dead letters, for ``rac resume``)."""
+        from rac.run.rollback import rollback_flow
+
+        extra = frozenset(requeue)
+        if not extra <= REQUEUED:
+            raise ValueError(f"only {sorted(REQUEUED)} can be requeued, got {sorted(extra)}")
+        return rollback_flow(self, scope, reason=reason, statuses=UNDOABLE | extra)
+
+    # -- shared state, for the modules of rac.run ----------------------------------------------
+    def next_seq(self) -> int:
+        """The next sequence number (call under ``lock``)."""
+        return next(self._seq)
+
+    def reopen_if_idle(self) -> None:
+        """A call begins: an idle run (completed, rolled back cleanly, resolved) is running
+        again; ``needs_attention`` stays (call under ``lock``)."""
+        if self.status in _IDLE and not self.doomed:
+            self.log.set_status(S.RUNNING)
+
+    def doom_if_rolling_back(self, rec: Record) -> None:
+        """A call that begins while a rollback of its scope is under way is undone when it
+        returns (call under ``lock``)."""
+        for active in self.active_rollbacks:
+            if in_scope(rec.scope, active):
+                self.doomed[rec.seq] = active
+                return
+
+    def batch_refusal(self, batch: Any, tool: str) -> str | None:
+        """Why a call of ``batch`` may not start (a rollback began after the batch's first
+        call), or None; remembers the batch (call under ``lock``)."""
+        epoch = self.batches.get(batch)
+        if epoch is None:
+            self.batches[batch] = self.rollbacks_started
+            if len(self.batches) > BATCH_MEMORY:
+                self.batches.popitem(last=False)
+            return None
+        if self.rollbacks_started > epoch:
+            report = self.last_report
+            what = f" ({report.failed_tool} failed)" if report and report.failed_tool else ""
+            return (f"not run: {tool} was asked for in the same model turn as a call that "
+                    f"failed{what}, and this run was rolled back; nothing of {tool} happened. "
+                    "Replan from the report.")
+        return None
+
+    def succeeded(self, rec: Record, args: dict[str, Any], value: Any) -> bool:
+        """Write a call's success; True if its scope was rolled back while it ran (the caller
+        undoes it)."""
+        engine = self.engine
+        stored = stored_copy(value, engine.max_value_chars)
+        needed = self.needs.pop(rec.seq, None)
+        # undo data only where an undo may need it, and only the fields it may read
+        exact_result = None if rec.read_only or not rec.compensable or needed is None \
+            else undo_part(value, stored, needed[1])
+        with self.lock:
+            self.in_flight.discard(rec.seq)
+            undo = dict(rec.undo or {})
+            if exact_result is not None:
+                undo["result"] = exact_result
+            fields: dict[str, Any] = {"status": R.COMPLETED, "attempts": rec.attempts,
+                                      "result": stored}
+            if undo != (rec.undo or {}):
+                fields["undo"] = undo
+            self.log.update(rec, **fields)
+            if not rec.args == args or exact_result is not None:
+                self.live[rec.seq] = (args, value)
+            if not rec.read_only:
+                produces = engine.registry.produces.get(rec.tool)
+                self.deps.add_result(rec.seq, value, args, fields=produces)
+            if rec.seq in self.doomed:
+                self.claimed.add(rec.seq)
+                return True
+            return False
+
+    def end_call(self, rec: Record, status: RecordStatus, **fields: Any) -> bool:
+        """Write the end of a call that did not succeed (failed or in doubt); True if its scope
+        was rolled back while it ran."""
+        with self.lock:
+            self.in_flight.discard(rec.seq)
+            self.log.update(rec, status=status, **fields)
+            return self.settle_doomed(rec.seq)
+
+    def settle_doomed(self, seq: int) -> bool:
+        """Forget that ``seq`` was doomed (its call ended); once nothing doomed or claimed is
+        left, give the run its final status. True if it was doomed."""
+        from rac.lifecycle import status_after_rollback
+
+        with self.lock:
+            self.claimed.discard(seq)
+            scope = self.doomed.pop(seq, None)
+            if scope is None:
+                return False
+            if not self.active_rollbacks and self.status is S.COMPENSATING:
+                self.log.set_status(status_after_rollback(
+                    self.log.records.values(), scope, running=self.in_flight,
+                    unsettled=set(self.doomed) | self.claimed))
+            return True
+
+    def interrupted(self, rec: Record, exc: BaseException) -> None:
+        """A BaseException or a framework's control flow stopped a call: its record stays
+        pending (in doubt, for recovery) unless the adapter declared the exception a
+        pass-through."""
+        with self.lock:
+            self.in_flight.discard(rec.seq)
+            if isinstance(exc, self.engine.passthrough):
+                if rec.status is R.PENDING:
+                    self.log.update(rec, status=R.FAILED, note="passthrough",
+                                    error=f"interrupted by {type(exc).__name__}; not a failure")
+            elif rec.status is R.PENDING:
+                self.interrupted_seqs.add(rec.seq)
+            self.settle_doomed(rec.seq)
+
+    # -- rebuilding from the log (crash recovery) ----------------------------------------------
+    @classmethod
+    def from_log(cls, engine: RAC, info: RunInfo, records: Iterable[Record]) -> Run:
+        """A run rebuilt from its log records (see :mod:`rac.recovery`): already started, with
+        its records, status and next sequence number; no call is in flight."""
+        run = cls(engine, run_id=info.run_id, agent_id=info.agent_id)
+        run.log.status = info.status
+        run.started = True
+        for rec in records:
+            run.log.records[rec.seq] = rec
+            if rec.kind is RecordKind.ACTION and rec.status is R.COMPLETED \
+                    and not rec.read_only:
+                run.deps.add_result(rec.seq, rec.result, rec.args)
+        run._seq = itertools.count(max(run.log.records, default=0) + 1)
+        return run
+
+
+def _check_set(tools: ToolSet) -> bool:
+    """Check a tool set against the declarations with the engine's tools alone, and remember
+    that it passed; False if it needs a run's other tools (the general path checks with them)."""
+    engine = tools.engine
+    version = engine.registry.version
+    try:
+        engine.registry.check_known(set(tools.by_name) | set(engine.tools),
+                                    only_for=list(tools.by_name))
+        engine.registry.check_params({**engine.tools, **tools.by_name})
+    except ConfigurationError:
+        return False
+    tools.checked_at = version
+    return True
+
+
+def _reset(tokens: tuple[Token[Run | None], Token[tuple[Run, str] | None]]) -> None:
+    run_token, scope_token = tokens
+    CURRENT_SCOPE.reset(scope_token)
+    CURRENT_RUN.reset(run_token)

@@ -1,0 +1,83 @@
+"""The two copies RAC keeps of a value: the stored copy (JSON-safe, redacted, capped: what the
+log displays, exports and emits) and, when that differs, the exact copy an undo needs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rac.serialize import cap, plain_copy, redact_text, store_value, to_jsonable
+
+
+def stored_copy(value: Any, max_chars: int) -> Any:
+    """What the log shows of ``value``."""
+    return store_value(value, max_chars)
+
+
+def exact(value: Any) -> Any:
+    """``value`` as JSON-safe data, unredacted and untruncated."""
+    return to_jsonable(value, redact=False)
+
+
+def stored_and_exact(value: Any, max_chars: int) -> tuple[Any, Any]:
+    """The stored copy of ``value``, and its exact copy when that differs (else None)."""
+    plain = plain_copy(value)
+    if plain is not None:
+        return plain, None
+    stored = cap(to_jsonable(value), max_chars)
+    full = exact(value)
+    return stored, (None if full == stored else full)
+
+
+def exact_copy(value: Any, stored: Any) -> dict[str, Any] | None:
+    """Undo data for compensation arguments: None when the stored copy is already exact."""
+    full = exact(value)
+    return None if full == stored else {"args": full}
+
+
+def error_text(err: BaseException) -> str:
+    """An error as the log and the agent see it: its message (or type), secrets scrubbed,
+    at most 2,000 characters."""
+    text = str(err) or type(err).__name__
+    return redact_text(text)[:2000]
+
+
+def needed_fields(compensation: Any, params: list[str] | None
+                  ) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """The fields of a call's arguments and of its result that undoing it may read (None: all
+    of them): what a declared mapping's paths name, else the compensator's parameter names."""
+    spec = getattr(compensation, "args", None)
+    if isinstance(spec, Mapping):
+        arg_fields: set[str] = set()
+        result_fields: set[str] = set()
+        whole_args = whole_result = False
+        for path in spec.values():
+            parts = str(path).split(".")
+            if parts[0] == "args":
+                if len(parts) == 1:
+                    whole_args = True
+                else:
+                    arg_fields.add(parts[1])
+            elif parts[0] == "result":
+                if len(parts) == 1:
+                    whole_result = True
+                else:
+                    result_fields.add(parts[1])
+        return (None if whole_args else frozenset(arg_fields),
+                None if whole_result else frozenset(result_fields))
+    if spec is None and params is not None:
+        names = frozenset(params)
+        return names, names
+    return None, None
+
+
+def undo_part(value: Any, stored: Any, fields: frozenset[str] | None) -> Any:
+    """The exact copy of the ``fields`` of ``value`` (all when None) that differ from the
+    stored copy, or None when the stored copy already holds them exactly."""
+    full = exact(value)
+    if fields is not None and isinstance(full, dict):
+        full = {k: v for k, v in full.items() if k in fields}
+        if isinstance(stored, dict) and all(stored.get(k) == v for k, v in full.items()):
+            return None
+        return full or None
+    return None if full == stored else full

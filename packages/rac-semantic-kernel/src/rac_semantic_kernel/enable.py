@@ -1,0 +1,100 @@
+"""Turning RAC on for a Semantic Kernel kernel (or an agent's kernel) in one call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from semantic_kernel import Kernel
+from semantic_kernel.filters import FilterTypes
+
+from rac import RAC, ConfigurationError
+from rac_semantic_kernel.engine_setup import engine_for
+from rac_semantic_kernel.filters import FunctionCallFilter
+from rac_semantic_kernel.functions import NAMINGS, Naming
+
+T = TypeVar("T")
+
+
+def _filter_of(kernel: Kernel) -> FunctionCallFilter | None:
+    """The RAC filter pair already registered on ``kernel``, if any."""
+    for _, f in kernel.auto_function_invocation_filters:
+        owner = getattr(f, "__self__", None)
+        if isinstance(owner, FunctionCallFilter):
+            return owner
+    return None
+
+
+def enabled_engine(target: Any) -> RAC | None:
+    """The engine RAC was enabled with on a kernel (or an agent's kernel), if any."""
+    kernel = getattr(target, "kernel", target)
+    found = _filter_of(kernel) if isinstance(kernel, Kernel) else None
+    return found.engine if found is not None else None
+
+
+def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None,
+               names: Naming = "plugin-function", trusted_mcp: Iterable[str] = (),
+               **config: Any) -> T:
+    """Run every function call the model makes through ``target`` under RAC; returns ``target``.
+
+    ``target`` is a ``semantic_kernel.Kernel``, or an agent with one (``ChatCompletionAgent``):
+    RAC registers its filters on that kernel (auto function invocation and function
+    invocation). ``rac`` is a shared :class:`rac.RAC` engine; or give the engine's keywords
+    (``compensations=...``, ``alternatives=...``, ``store=...``) instead, not both.
+
+    Compensations and alternatives name kernel functions as ``plugin-function`` (SK's fully
+    qualified name, which the log records); ``plugin.function`` and a bare function name that
+    only one plugin has are accepted too. A compensator is any function of the kernel (it need
+    not be offered to the model) or a tool the engine knows.
+
+    Args:
+        agent_id: written on the records of this kernel's calls (default: the agent's name
+            for an agent, else the run's agent id).
+        names: ``"plugin-function"`` (default) logs ``travel-book_flight``; ``"function"``
+            logs the bare ``book_flight`` (for declarations shared with other frameworks; two
+            plugins of the kernel may then not share a function name).
+        trusted_mcp: names of the kernel's MCP plugins whose servers are trusted: their
+            read-only and idempotency hints are believed (see ``rac.mcp``).
+
+    One agent invocation (or one auto-function-calling completion) is one run; inside
+    ``async with engine.run()`` calls join that run instead. Enabling again with the same
+    engine is harmless; with another engine, or another agent id or naming, it is an error.
+
+    Raises :class:`rac.ConfigurationError` naming what is wrong: a target that is neither a
+    kernel nor an agent with one, both ``rac`` and keywords, a compensation or alternative
+    naming a function the kernel does not have and the engine does not know, an ambiguous name.
+    """
+    kernel = getattr(target, "kernel", target)
+    if not isinstance(kernel, Kernel):
+        raise ConfigurationError(
+            f"enable_rac needs a semantic_kernel.Kernel or an agent with a kernel "
+            f"(ChatCompletionAgent), got {type(target).__name__}")
+    if names not in NAMINGS:
+        raise ConfigurationError(f"names must be one of {NAMINGS}, got {names!r}")
+    if agent_id is None and kernel is not target:
+        name = getattr(target, "name", None)
+        agent_id = name if isinstance(name, str) and name else None
+    engine = engine_for(rac, config)
+    existing = _filter_of(kernel)
+    if existing is not None:
+        if existing.engine is not engine:
+            raise ConfigurationError(
+                "this kernel already has RAC enabled with another engine; share one engine "
+                "(rac=...) or give each agent its own kernel (kernel.clone())")
+        if agent_id is not None and existing.agent_id not in (None, agent_id):
+            raise ConfigurationError(
+                f"this kernel is already enabled for agent {existing.agent_id!r}, not "
+                f"{agent_id!r}: give each agent its own kernel (kernel.clone()) so RAC can "
+                f"tell their calls apart")
+        if existing.naming != names:
+            raise ConfigurationError(f"this kernel is already enabled with "
+                                     f"names={existing.naming!r}, not {names!r}")
+        existing.agent_id = existing.agent_id or agent_id
+        existing.trusted_mcp = existing.trusted_mcp | frozenset(trusted_mcp)
+        existing.prepare(kernel)
+        return target
+    filters = FunctionCallFilter(engine, agent_id, names, trusted_mcp)
+    filters.prepare(kernel)  # declarations checked now, before anything runs
+    kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, filters.auto)
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, filters.function)
+    return target

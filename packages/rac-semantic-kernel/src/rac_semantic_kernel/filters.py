@@ -1,0 +1,236 @@
+"""The two kernel filters that put a kernel's function calls under RAC.
+
+The AUTO_FUNCTION_INVOCATION filter sees each function call the model makes (the kernel runs
+the calls of one model turn in parallel, as one batch) and runs it through ``Run.aexecute``:
+the first attempt and every retry are ``await next(ctx)``, so the rest of the filter chain and
+the function run each time. Semantic Kernel's innermost handler catches any exception and keeps
+only the text "An error occurred while invoking the function ..."; the real exception passes
+through the FUNCTION_INVOCATION filter on its way there, which hands it to the auto filter
+through a context variable, and that exception is what RAC classifies. On an unrecoverable
+failure the model gets the rendered recovery report as the function's result and the loop goes
+on, so the model can replan.
+
+Functions of an orchestration's control plugin (``Handoff``) pass straight through, and so does
+SK's own control flow (``OperationCancelledException``): RAC logs the call as not a failure and
+the model gets what SK gives it without RAC.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from contextvars import ContextVar
+from copy import copy
+from typing import Any
+
+from semantic_kernel import Kernel
+from semantic_kernel.contents import ChatHistory, FunctionCallContent
+from semantic_kernel.exceptions import FunctionExecutionException
+from semantic_kernel.filters import AutoFunctionInvocationContext, FunctionInvocationContext
+from semantic_kernel.functions import FunctionResult, KernelArguments
+
+import rac
+from rac.adapters import aexecute, aroute, failure_text
+from rac_semantic_kernel.declarations import adopt_declarations
+from rac_semantic_kernel.functions import CONTROL_PLUGINS, KernelFunctions, Naming, signature
+from rac_semantic_kernel.mcp_plugins import adopt_mcp_plugin, mcp_target
+from rac_semantic_kernel.runs import InvocationRuns, runs_of
+from rac_semantic_kernel.values import plain_value
+
+#: Text SK's handler puts in place of an exception it caught.
+SK_ERROR_PREFIX = "An error occurred while invoking the function "
+
+# [function's fully qualified name, exception it raised]: set by the auto filter around next.
+_RAISED: ContextVar[list[Any] | None] = ContextVar("rac_semantic_kernel_raised", default=None)
+
+Next = Callable[[Any], Awaitable[None]]
+
+
+class InvocationError(Exception):
+    """A function failed and Semantic Kernel kept only its message (a filter that is not RAC's
+    caught the exception first)."""
+
+
+def real_error(exc: BaseException) -> BaseException:
+    """The exception a function raised, under SK's ``FunctionExecutionException`` wrapper (SK
+    wraps, for instance, an MCP tool's failure; the wrapped cause is what happened)."""
+    while isinstance(exc, FunctionExecutionException) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def turn_key(history: ChatHistory | None, call: FunctionCallContent | None) -> Hashable | None:
+    """The batch of a call: the assistant message of the history that asked for it (every call
+    of one model turn is in one message)."""
+    if history is None or call is None:
+        return None
+    for message in reversed(history.messages):
+        if any(item is call for item in message.items):
+            return ("sk-turn", id(history), id(message))
+    return None
+
+
+class _KernelState:
+    """What the filter keeps per kernel object (a kernel and its clones are separate)."""
+
+    __slots__ = ("kernel", "signature", "version", "functions", "tool_set", "mcp",
+                 "mcp_sessions")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = weakref.ref(kernel)
+        self.signature: Any = None
+        self.version = -1
+        self.functions: KernelFunctions | None = None
+        self.tool_set: rac.ToolSet | None = None
+        #: id(MCP plugin) -> (plugin, {MCP tool name: logged name})
+        self.mcp: dict[int, tuple[Any, dict[str, str]]] = {}
+        #: id(MCP plugin) -> id of the session whose declarations were read
+        self.mcp_sessions: dict[int, int] = {}
+
+    def mcp_pending(self) -> bool:
+        """True if an MCP plugin of the kernel has a session whose declarations are unread."""
+        return any(self.mcp_sessions.get(key) != id(getattr(owner, "session", None))
+                   for key, (owner, _) in self.mcp.items())
+
+
+class FunctionCallFilter:
+    """The RAC filter pair of one ``enable_rac`` call: holds the engine, the agent id and how
+    functions are named in the log.
+
+    :func:`rac_semantic_kernel.enable_rac` registers :meth:`auto` as the kernel's
+    ``auto_function_invocation`` filter and :meth:`function` as its ``function_invocation``
+    filter.
+    """
+
+    def __init__(self, engine: rac.RAC, agent_id: str | None, naming: Naming,
+                 trusted_mcp: Iterable[str] = ()) -> None:
+        self.engine = engine
+        self.agent_id = agent_id
+        self.naming: Naming = naming
+        self.trusted_mcp = frozenset(trusted_mcp)
+        self.runs: InvocationRuns = runs_of(engine)
+        self._kernels: dict[int, _KernelState] = {}
+
+    # -- per-kernel state ---------------------------------------------------------------------
+    def prepare(self, kernel: Kernel) -> _KernelState:
+        """Check and adopt the engine's declarations for ``kernel``'s functions (now, and again
+        whenever its plugins or the declarations change)."""
+        state = self._kernels.get(id(kernel))
+        if state is None or state.kernel() is not kernel:
+            state = _KernelState(kernel)
+            self._kernels[id(kernel)] = state
+            weakref.finalize(kernel, self._kernels.pop, id(kernel), None)
+        sig = signature(kernel)
+        if state.signature != sig or state.version != self.engine.registry.version:
+            functions = KernelFunctions(kernel, self.naming)
+            adopt_declarations(self.engine, functions)
+            state.functions = functions
+            state.tool_set = self.engine.tool_set(functions.tools())
+            state.signature = sig
+            state.version = self.engine.registry.version
+            state.mcp = {}
+            for name, fn in functions.by_name.items():
+                target = mcp_target(fn)
+                if target is not None:
+                    owner, mcp_name = target
+                    state.mcp.setdefault(id(owner), (owner, {}))[1][mcp_name] = name
+        return state
+
+    async def _adopt_mcp(self, kernel: Kernel, state: _KernelState) -> _KernelState:
+        """Register the declarations of the kernel's MCP plugins whose session is new."""
+        for key, (owner, names) in list(state.mcp.items()):
+            session = getattr(owner, "session", None)
+            if state.mcp_sessions.get(key) == id(session):
+                continue
+            await adopt_mcp_plugin(self.engine, owner, names,
+                                   trusted=getattr(owner, "name", None) in self.trusted_mcp)
+            state.mcp_sessions[key] = id(session)
+        state.version = -1  # the declarations changed: adopt them under the logged names
+        return self.prepare(kernel)
+
+    # -- the filters ---------------------------------------------------------------------------
+    async def auto(self, ctx: AutoFunctionInvocationContext, next: Next) -> None:
+        """AUTO_FUNCTION_INVOCATION filter: run the model's call under RAC."""
+        fn = ctx.function
+        if fn.plugin_name in CONTROL_PLUGINS:
+            await next(ctx)
+            return
+        engine = self.engine
+        kernel = ctx.kernel
+        state = self.prepare(kernel)
+        if state.mcp and state.mcp_pending():
+            state = await self._adopt_mcp(kernel, state)
+        functions, tool_set = state.functions, state.tool_set
+        assert functions is not None and tool_set is not None
+        run = engine.current_run()
+        own = run is None
+        if run is None:
+            run = self.runs.run_for(ctx.chat_history, self.agent_id) \
+                if ctx.chat_history is not None else engine.run(agent_id=self.agent_id)
+        run.add_tools(tool_set)
+        full = fn.fully_qualified_name
+        name = functions.logged.get(full, full)
+        call = ctx.function_call_content
+        base = ctx.arguments
+        requested = dict(call.to_kernel_arguments() or {}) if call is not None else dict(base)
+        answered: list[FunctionResult | None] = [None]
+
+        async def through_filters(args: dict[str, Any]) -> Any:
+            call_args = copy(base)
+            call_args.update(args)
+            ctx.arguments = call_args
+            slot: list[Any] = [full, None]
+            token = _RAISED.set(slot)
+            try:
+                await next(ctx)
+            finally:
+                _RAISED.reset(token)
+            if slot[1] is not None:
+                raise slot[1]
+            value = ctx.function_result.value if ctx.function_result is not None else None
+            if isinstance(value, str) and value.startswith(SK_ERROR_PREFIX):
+                raise InvocationError(value)
+            return plain_value(value)
+
+        def kernel_function(other: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
+            target = functions.by_name.get(other)
+            if target is None:
+                return None
+
+            async def invoke(args: dict[str, Any]) -> Any:
+                try:
+                    result = await target.invoke(kernel, KernelArguments(**args))
+                except FunctionExecutionException as e:
+                    raise real_error(e) from e
+                answered[0] = result
+                return plain_value(result.value if result is not None else None)
+
+            return invoke
+
+        ainvoke = aroute(run, name, through_filters, through=kernel_function,
+                         hint="add it to the kernel, or register it with rac.RAC(tools=[...])")
+        try:
+            outcome = await aexecute(run, name, requested, ainvoke, agent_id=self.agent_id,
+                                     batch=turn_key(ctx.chat_history, call))
+        except engine.passthrough:
+            return  # SK's control flow: the model gets what SK's own handler gave it
+        finally:
+            if own:
+                run.finish()
+        if not outcome.ok:
+            ctx.function_result = FunctionResult(function=fn.metadata,
+                                                 value=failure_text(outcome))
+        elif outcome.tool != name:  # an alternative answered for the requested function
+            value = answered[0].value if answered[0] is not None else outcome.result
+            ctx.function_result = FunctionResult(function=fn.metadata, value=value)
+
+    async def function(self, ctx: FunctionInvocationContext, next: Next) -> None:
+        """FUNCTION_INVOCATION filter: note the exception the called function raised, for the
+        auto filter, before SK's handler turns it into text."""
+        try:
+            await next(ctx)
+        except Exception as e:
+            slot = _RAISED.get()
+            if slot is not None and slot[0] == ctx.function.fully_qualified_name:
+                slot[1] = real_error(e)
+            raise

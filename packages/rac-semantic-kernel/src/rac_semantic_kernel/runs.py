@@ -1,0 +1,81 @@
+"""Which run a function call belongs to when no run is open around the invocation.
+
+Semantic Kernel tells a filter nothing about the invocation a call is part of, but every call
+of one auto-function-calling completion shares its chat history, and the completion answers
+the history's last user message. A ``ChatCompletionAgent`` builds a new history for each
+``get_response``/``invoke``/``invoke_stream``. So the calls of one agent invocation (or one
+completion on a user's own history) share a run: the run of (history, last user message). A
+new user message on the same history starts a new run.
+
+The run is marked completed after each call (``Run.finish``, which leaves a busy run running);
+it stays joinable, so a later failure in the same invocation still undoes all of it. The runs
+are kept in a :class:`rac.adapters.RunRegistry`; a run is forgotten when its history dies (an
+agent's history dies with its invocation), so an object id is never reused as a key.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+from semantic_kernel.contents import ChatHistory
+from semantic_kernel.contents.utils.author_role import AuthorRole
+
+import rac
+from rac.adapters import RunRegistry, registry_of
+
+
+def _anchor(history: ChatHistory) -> Any:
+    """The last user message of ``history`` (None if it has none)."""
+    for message in reversed(history.messages):
+        if message.role == AuthorRole.USER:
+            return message
+    return None
+
+
+class InvocationRuns:
+    """The runs of the invocations one engine serves, keyed by their chat history."""
+
+    def __init__(self, engine: rac.RAC) -> None:
+        self.engine = engine
+        self.registry: RunRegistry[Hashable] = RunRegistry(engine)
+        # id(history) -> weak reference whose callback reports the history's death; the
+        # callback only appends (the collector may run it anywhere, even inside this table's
+        # methods), and dead keys are forgotten on the next lookup.
+        self._watched: dict[int, weakref.ref[ChatHistory]] = {}
+        self._keys: dict[int, set[Hashable]] = {}  # id(history) -> its registry keys
+        self._dead: list[int] = []
+
+    def run_for(self, history: ChatHistory, agent_id: str | None) -> rac.Run:
+        """The run of the invocation ``history`` belongs to, opened on first use."""
+        if self._dead:
+            self._forget_dead()
+        key = id(history)
+        if key not in self._watched:
+            dead = self._dead
+
+            def died(_: object, k: int = key) -> None:
+                dead.append(k)
+
+            self._watched[key] = weakref.ref(history, died)
+        run_key = (key, id(_anchor(history)))
+        self._keys.setdefault(key, set()).add(run_key)
+        return self.registry.run_for(run_key, agent_id=agent_id)
+
+    def _forget_dead(self) -> None:
+        dead, self._dead[:] = list(self._dead), []
+        for key in dead:
+            ref = self._watched.get(key)
+            if ref is not None and ref() is None:
+                del self._watched[key]
+                for run_key in self._keys.pop(key, ()):
+                    self.registry.forget(run_key)
+
+    def __len__(self) -> int:
+        return len(self.registry)
+
+
+def runs_of(engine: rac.RAC) -> InvocationRuns:
+    """The invocation runs of ``engine`` (one table per engine, shared by its kernels)."""
+    return registry_of(engine, "rac_semantic_kernel.runs", InvocationRuns)

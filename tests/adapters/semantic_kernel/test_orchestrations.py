@@ -1,0 +1,46 @@
+"""Orchestrations of several agents as one transaction: an explicit run around the
+orchestration (its runtime started inside the run) gives one log with each agent's name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from semantic_kernel.agents import SequentialOrchestration
+from semantic_kernel.agents.runtime import InProcessRuntime
+
+import rac
+from rac.models import RecordKind
+from rac.testing import TravelWorld
+from rac_semantic_kernel import enable_rac
+from tests.adapters.semantic_kernel.support import FLIGHT, HOTEL, travel_kernel, trip_agent
+
+
+async def test_sequential_orchestration_is_one_run_and_a_late_failure_undoes_the_first_agent(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    engine = make_engine()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    flights, _ = trip_agent(travel_kernel(world), [[FLIGHT], "Flight booked."], name="flights")
+    hotels, hotel_model = trip_agent(travel_kernel(world), [[HOTEL], "No hotel; all undone."],
+                                     name="hotels")
+    for agent in (flights, hotels):
+        enable_rac(agent, rac=engine)
+    orchestration = SequentialOrchestration(members=[flights, hotels])
+
+    async with engine.run(agent_id="trip") as run:
+        runtime = InProcessRuntime()
+        runtime.start()  # inside the run: the agents' tasks inherit it
+        try:
+            result = await orchestration.invoke(task="Paris trip", runtime=runtime)
+            final = await result.get(timeout=60)
+        finally:
+            await runtime.stop_when_idle()
+
+    assert "No hotel; all undone." in str(final)
+    assert world.live() == []
+    assert [t for t, _, e in world.ledger() if e == "cancel"] == ["cancel_flight"]
+    assert "Undone, newest first: travel-book_flight" in hotel_model.tool_results(-1)[-1]
+    assert [i.run_id for i in engine.store.list_runs()] == [run.run_id]  # one log
+    actions = [(r.tool, r.agent_id) for r in engine.store.get_records(run.run_id)
+               if r.kind is RecordKind.ACTION]
+    assert actions == [("travel-book_flight", "flights"), ("travel-book_hotel", "hotels")]
+    assert run.status is rac.RunStatus.COMPENSATED

@@ -1,0 +1,294 @@
+"""Calls that may have happened (issue 13): effect classes, ambiguous errors, reconciliation,
+before-images, irreversible tools, and the parallel calls of one model turn. Every test runs
+against a world that does not deduplicate by key and checks the world itself: no duplicate
+effect ever, and nothing live that the report does not name."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+import rac
+from rac.testing import TravelWorld
+
+FLIGHT = {"passenger": "ann", "origin": "SFO", "dest": "CDG"}
+def flights(world: TravelWorld) -> list[dict[str, Any]]:
+    return world.live("flight")
+
+
+def trip_tools(world: TravelWorld) -> list[Any]:
+    def find_flights(who: str) -> dict[str, Any]:
+        """Live flights of a passenger (read-only)."""
+        return world.find_bookings(who, "flight")
+    return [*world.tools(), find_flights, world.get_booking, world.change_detail]
+
+
+LOOKUP_COMPENSATIONS = {
+    "book_flight": rac.Compensation("cancel_flight", args={"booking_id": "result.booking_id"},
+                                    lookup=rac.Lookup("find_flights",
+                                                      args={"who": "args.passenger"},
+                                                      items="result.bookings",
+                                                      match={"place": "args.dest"})),
+    "book_hotel": "cancel_hotel", "book_car": "cancel_car"}
+
+
+def test_a_timeout_after_commit_is_never_retried_blindly_and_is_named(
+        make_engine: Any, world: TravelWorld) -> None:
+    # The reproduction of issue 13: the booking commits, then the call times out.
+    world.fail("book_flight", "timeout", times=1, phase="after")
+    world.fail("book_car", "permanent", message="no cars")
+    engine = make_engine()
+    with engine.run() as run:
+        with pytest.raises(rac.ToolCallFailed) as failed:
+            run.call("book_flight", **FLIGHT)
+    assert len(flights(world)) == 1  # booked once: no blind retry
+    report = failed.value.report
+    assert [u.tool for u in report.in_doubt] == ["book_flight"]
+    assert report.in_doubt[0].happened == "maybe"
+    assert not report.clean and report.status is rac.RunStatus.NEEDS_ATTENTION
+    text = str(failed.value)
+    assert "MAY HAVE HAPPENED" in text and "world is back" not in text
+    (rec,) = [r for r in engine.store.get_records(run.run_id) if r.tool == "book_flight"]
+    assert rec.effect == "unsafe" and rec.status is rac.RecordStatus.COMPENSATION_FAILED
+
+
+def test_a_lookup_finds_the_effect_and_the_run_goes_on(make_engine: Any,
+                                                       world: TravelWorld) -> None:
+    world.fail("book_flight", "timeout", times=1, phase="after")
+    world.fail("book_car", "permanent", message="no cars")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+                         read_only=["find_flights", "get_booking", "search_flights",
+                                    "get_weather"])
+    with engine.run() as run:
+        flight = run.call("book_flight", **FLIGHT)  # reconciled: the found booking
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+        with pytest.raises(rac.ToolCallFailed) as failed:
+            run.call("book_car", driver="ann", city="Paris")
+    assert flight["booking_id"].startswith("FL-")
+    assert world.live() == []
+    assert [u.tool for u in failed.value.report.compensated] == ["book_hotel", "book_flight"]
+    assert failed.value.report.clean and "world is back" in str(failed.value)
+    assert [e for _t, _b, e in world.ledger()].count("book") == 2  # one flight, one hotel
+
+
+def test_a_lookup_that_finds_nothing_lets_the_call_be_retried(make_engine: Any,
+                                                              world: TravelWorld) -> None:
+    world.fail("book_flight", "reset", times=1, phase="before")  # lost before it committed
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+                         read_only=["find_flights", "get_booking"])
+    with engine.run() as run:
+        run.call("book_flight", **FLIGHT)
+    assert len(flights(world)) == 1
+    (rec,) = [r for r in engine.store.get_records(run.run_id) if r.tool == "book_flight"]
+    assert rec.status is rac.RecordStatus.COMPLETED and rec.attempts == 2
+
+
+def test_every_attempt_timing_out_after_commit_is_named_not_failed(
+        make_engine: Any, world: TravelWorld) -> None:
+    world.fail("book_flight", "timeout", phase="after")  # every attempt commits, then times out
+    engine = make_engine(effects={"book_flight": "idempotent"})
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", **FLIGHT)
+    # idempotent by declaration: retried (the world is not, so each attempt books again)
+    assert len(flights(world)) == 3
+    assert [u.tool for u in failed.value.report.in_doubt] == ["book_flight"]
+    assert run.status is rac.RunStatus.NEEDS_ATTENTION
+
+
+def test_a_keyed_tool_gets_the_step_key_and_is_retried(make_engine: Any) -> None:
+    charges: dict[str, str] = {}
+    calls: list[str] = []
+
+    def charge(customer: str, amount: float, idempotency_key: str) -> dict[str, Any]:
+        """Charge a card; the key deduplicates (like Stripe's)."""
+        calls.append(idempotency_key)
+        charges.setdefault(idempotency_key, f"CH-{len(charges) + 1}")
+        if len(calls) == 1:
+            raise TimeoutError("read timed out")
+        return {"charge_id": charges[idempotency_key]}
+
+    def refund(charge_id: str) -> dict[str, Any]:
+        return {"refunded": charge_id}
+
+    engine = make_engine(tools=[charge, refund], compensations={"charge": "refund"},
+                         read_only=[])
+    with engine.run() as run:
+        assert run.call("charge", customer="a", amount=5.0) == {"charge_id": "CH-1"}
+    assert len(set(calls)) == 1 and len(calls) == 2 and charges == {calls[0]: "CH-1"}
+    assert run.records()[0].effect == "keyed"
+
+
+def test_a_compensator_that_times_out_is_retried(make_engine: Any, world: TravelWorld) -> None:
+    world.fail("cancel_flight", "timeout", times=1, phase="after")
+    engine = make_engine()
+    with engine.run() as run:
+        run.call("book_flight", **FLIGHT)
+        report = run.rollback()
+    assert report.clean and world.live() == []
+
+
+def test_a_compensator_failing_with_an_unknown_error_is_retried_then_dead_lettered(
+        make_engine: Any, world: TravelWorld) -> None:
+    world.fail("cancel_flight", "value", message="backend said no")
+    engine = make_engine()
+    with engine.run() as run:
+        run.call("book_flight", **FLIGHT)
+        report = run.rollback()
+    assert world.calls["cancel_flight"] == 3  # compensation_retry: 3 attempts
+    assert [u.tool for u in report.compensation_failed] == ["book_flight"]
+    assert not report.clean and "world is back" not in engine.render(report)
+
+
+def test_a_before_image_lets_an_update_undo_itself(make_engine: Any,
+                                                   world: TravelWorld) -> None:
+    engine = make_engine(tools=trip_tools(world), read_only=["find_flights", "get_booking"],
+                         compensations={
+                             "book_flight": "cancel_flight",
+                             "change_detail": rac.Compensation(
+                                 "change_detail",
+                                 args={"booking_id": "args.booking_id",
+                                       "detail": "before.detail"},
+                                 before=rac.BeforeImage("get_booking",
+                                                        args={"booking_id": "args.booking_id"}))})
+    with engine.run() as run:
+        booking = run.call("book_flight", **FLIGHT)
+        run.call("change_detail", booking_id=booking["booking_id"], detail="aisle")
+        assert world.detail_of(booking["booking_id"]) == "aisle"
+        with run.scope():
+            run.call("change_detail", booking_id=booking["booking_id"], detail="window")
+            run.rollback()
+        assert world.detail_of(booking["booking_id"]) == "aisle"  # restored
+    rec = engine.store.get_records(run.run_id)[2]
+    assert rec.undo is not None and rec.undo["before"]["detail"] == "aisle"
+
+
+def test_an_update_whose_before_image_cannot_be_read_is_refused(make_engine: Any,
+                                                                world: TravelWorld) -> None:
+    engine = make_engine(tools=trip_tools(world), read_only=["find_flights", "get_booking"],
+                         compensations={"change_detail": rac.Compensation(
+                             "change_detail", args={"booking_id": "args.booking_id",
+                                                    "detail": "before.detail"},
+                             before=rac.BeforeImage("get_booking",
+                                                    args={"booking_id": "args.booking_id"}))})
+    with engine.run() as run, pytest.raises(rac.CallRefused, match="could not read first"):
+        run.call("change_detail", booking_id="FL-999", detail="x")
+    assert world.calls.get("change_detail", 0) == 0
+
+
+def test_a_self_compensation_without_a_before_image_is_refused_at_declaration() -> None:
+    with pytest.raises(rac.ConfigurationError, match="before=rac.BeforeImage"):
+        rac.RAC(compensations={"change_detail": "change_detail"}, store="memory://")
+
+
+@pytest.mark.parametrize("policy", ["refuse", "approve"])
+def test_an_irreversible_tool_is_refused_or_asked_for(make_engine: Any, world: TravelWorld,
+                                                      policy: str) -> None:
+    sent: list[str] = []
+
+    def send_voucher(who: str) -> dict[str, Any]:
+        sent.append(who)
+        return {"sent": who}
+
+    engine = make_engine(tools=[*world.tools(), send_voucher],
+                         irreversible={"send_voucher": policy})
+    with engine.run() as run, pytest.raises(rac.CallRefused) as refused:
+        run.call("send_voucher", who="ann")
+    assert sent == []
+    assert ("waits for approval" if policy == "approve" else "irreversible") \
+        in str(refused.value)
+
+
+def test_an_approved_irreversible_tool_runs_and_is_named_after_a_rollback(
+        make_engine: Any, world: TravelWorld) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    class Operator:
+        @rac.hookimpl
+        def rac_approve_action(self, tool: str, args: dict[str, Any]) -> bool:
+            asked.append((tool, args))
+            return True
+
+    def send_voucher(who: str) -> dict[str, Any]:
+        return {"voucher_id": f"V-{who}-1"}
+
+    world.fail("book_car", "permanent")
+    engine = make_engine(tools=[*world.tools(), send_voucher], plugins=[Operator()],
+                         irreversible={"send_voucher": "approve"})
+    with engine.run() as run:
+        run.call("book_flight", **FLIGHT)
+        run.call("send_voucher", who="ann")
+        with pytest.raises(rac.ToolCallFailed) as failed:
+            run.call("book_car", driver="ann", city="Paris")
+    assert asked == [("send_voucher", {"who": "ann"})]
+    report = failed.value.report
+    assert [u.tool for u in report.not_undoable] == ["send_voucher"]
+    assert not report.clean and report.status is rac.RunStatus.NEEDS_ATTENTION
+
+
+def test_the_async_path_reconciles_too(make_engine: Any, world: TravelWorld) -> None:
+    world.fail("book_flight", "timeout", times=1, phase="after")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+                         read_only=["find_flights", "get_booking"])
+
+    async def main() -> rac.Run:
+        async with engine.run() as run:
+            await run.acall("book_flight", **FLIGHT)
+            await run.arollback()
+        return run
+
+    run = asyncio.run(main())
+    assert world.live() == [] and [e for *_x, e in world.ledger()].count("book") == 1
+    assert run.status is rac.RunStatus.COMPENSATED
+
+
+def test_a_sibling_of_a_failed_model_turn_that_has_not_started_is_refused(
+        make_engine: Any, world: TravelWorld) -> None:
+    world.fail("book_car", "permanent", message="no cars")
+    engine = make_engine()
+    turn = "model-message-1"
+    with engine.run() as run:
+        flight = run.execute("book_flight", FLIGHT, lambda n, a: run.tool(n).invoke(a),
+                             batch=turn)
+        car = run.execute("book_car", {"driver": "ann", "city": "Paris"},
+                          lambda n, a: run.tool(n).invoke(a), batch=turn)
+        hotel = run.execute("book_hotel", {"guest": "ann", "city": "Paris", "nights": 1},
+                            lambda n, a: run.tool(n).invoke(a), batch=turn)
+        later = run.execute("book_hotel", {"guest": "ann", "city": "Paris", "nights": 1},
+                            lambda n, a: run.tool(n).invoke(a), batch="model-message-2")
+    assert flight.ok and not car.ok and hotel.refused and later.ok
+    assert "same model turn" in (hotel.message or "")
+    assert [b["kind"] for b in world.live()] == ["hotel"]  # only the replanned one
+    assert world.calls.get("book_hotel") == 1
+
+
+def test_a_sibling_still_running_when_the_turn_fails_is_undone_when_it_returns(
+        make_engine: Any, world: TravelWorld) -> None:
+    world.fail("book_car", "permanent")
+    started, release = threading.Event(), threading.Event()
+
+    def slow(args: dict[str, Any]) -> None:
+        started.set()
+        release.wait(5)
+
+    world.on_call("book_hotel", slow)
+    engine = make_engine()
+    outcomes: dict[str, rac.CallOutcome] = {}
+    with engine.run() as run:
+        def sibling() -> None:
+            outcomes["hotel"] = run.execute(
+                "book_hotel", {"guest": "a", "city": "P", "nights": 1},
+                lambda n, a: run.tool(n).invoke(a), batch="t")
+        t = threading.Thread(target=sibling)
+        t.start()
+        started.wait(5)
+        outcomes["car"] = run.execute("book_car", {"driver": "a", "city": "P"},
+                                      lambda n, a: run.tool(n).invoke(a), batch="t")
+        assert outcomes["car"].report is not None
+        assert not outcomes["car"].report.clean  # the hotel is still running: not an all-clear
+        release.set()
+        t.join()
+    assert outcomes["hotel"].undone and world.live() == []
+    assert run.status is rac.RunStatus.COMPENSATED

@@ -198,6 +198,8 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
     report_text = ""
     told: set[int] = set()
     claims_clean = False
+    #: every report the agent was given during the run (a step's rollback names what it left)
+    said: list[str] = []
     with engine.run(run_id=run_id, tools=tools) as run:
         def invoke(name: str, args: dict[str, Any]) -> Any:
             return setup.tools[name](**args)
@@ -223,6 +225,8 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
                     out = run.execute(call.tool, call.args, invoke)
             if out.ok:
                 return Observation(True, value=out.result)
+            if out.message:
+                said.append(out.message)
             if (out.report is not None and out.report.clean) or (
                     out.report is None and out.undone and "was undone" in (out.message or "")):
                 # RAC told the agent this step is undone and the world is back
@@ -241,5 +245,6 @@ def drive_under_rac(engine: rac.RAC, setup: Setup, run_id: str, tools: list[rac.
     if isinstance(end, Finish) and run.status is rac.RunStatus.COMPLETED:
         status = GOAL
     claims_clean = claims_clean or run.status is rac.RunStatus.COMPENSATED
+    report_text = "\n".join([*said, report_text]).strip()
     return RunResult(status, policy.steps, report=report_text, log=log_view(world, records),
                      claims_clean=claims_clean, claimed_undone=told)

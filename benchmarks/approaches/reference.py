@@ -115,6 +115,7 @@ class Reference:
         report = ""
         told: set[int] = set()
         claims_clean = False
+        said: list[str] = []
 
         def execute(call: Call) -> Observation:
             try:
@@ -122,6 +123,7 @@ class Reference:
             except Exception as e:  # noqa: BLE001 - untracked tools re-raise
                 return Observation(False, error=error_text(e))
             if isinstance(out, str) and ROLLBACK_MARK in out:
+                said.append(out)
                 if "ROLLBACK EXECUTED" in out:
                     # it tells the agent every action so far was cancelled
                     told.update(range(1, setup.layer.stats.tool_calls + 1))
@@ -142,6 +144,6 @@ class Reference:
                 except Exception as e:  # noqa: BLE001 - its rollback raises on failures
                     report = f"{end.reason}; rollback: {e}"
                     status = ATTENTION
-        return RunResult(status, policy.steps, report=report,
+        return RunResult(status, policy.steps, report="\n".join([*said, report]).strip(),
                          log=reference_log_view(setup.world, middleware),
                          claims_clean=claims_clean, claimed_undone=told)

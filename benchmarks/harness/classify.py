@@ -11,8 +11,9 @@ Every run gets exactly one ``outcome``:
 - ``residual``: some effect of the run is still live (an extra or duplicate booking, a booking of
   an aborted run, money paid out twice).
 
-and two flags on residual runs: ``silent_residual`` (a live effect that the final report and the
-run's status do not name) and ``false_clean`` (the run says it is compensated, or the agent was
+and two flags on residual runs: ``silent_residual`` (a live effect that the run's reports to the
+agent and its status do not name: the status is not ``needs_attention``, or no report names the
+effect's tool or id) and ``false_clean`` (the run says it is compensated, or the agent was
 told a step was undone, while an effect of it is live: the worst outcome a safety net can have).
 """
 

@@ -18,7 +18,7 @@ from benchmarks.harness.aggregate import aggregate
 from benchmarks.suites import overhead
 
 QUICK_SEEDS = 6
-FULL_SEEDS = 100
+FULL_SEEDS = 50
 
 
 def _versions() -> dict[str, str]:

@@ -14,12 +14,14 @@ from rac.errors import StoreError
 from rac.models import RunInfo
 from rac.sealing import KEY_ENV, SEALED_PREFIX, Sealer, SealingError, generate_key, parse_key
 from rac.stores import SQLiteStore, Store, open_store
-from rac.testing.conformance import PLANTED_SECRET, make_record, postgres_test_url, undo_sample
-
-
-def raw_bytes(db: Path) -> bytes:
-    """Every byte of the database file and its -wal/-shm files, as they are on disk now."""
-    return b"".join(p.read_bytes() for p in sorted(db.parent.glob(db.name + "*")))
+from rac.testing.conformance import (
+    PLANTED_SECRET,
+    make_record,
+    postgres_test_url,
+    sqlite_cells_holding,
+    sqlite_raw_bytes,
+    undo_sample,
+)
 
 
 def write_secret_records(store: Store, run_id: str = "run-1") -> None:
@@ -28,21 +30,6 @@ def write_secret_records(store: Store, run_id: str = "run-1") -> None:
     store.append(make_record(run_id, 1, undo=undo_sample(1)))
     store.append(make_record(run_id, 2))
     store.update_record(run_id, 2, undo=undo_sample(2))
-
-
-def cells_holding(db: Path, needle: str) -> set[str]:
-    """``table.column`` of every cell in the file that contains ``needle``."""
-    conn = sqlite3.connect(db)
-    found = set()
-    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    for table in tables:
-        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
-        for row in conn.execute(f"SELECT * FROM {table}"):
-            for col, value in zip(cols, row, strict=True):
-                if needle in str(value):
-                    found.add(f"{table}.{col}")
-    conn.close()
-    return found
 
 
 # -- keys -------------------------------------------------------------------------------------
@@ -76,8 +63,8 @@ def test_without_a_key_undo_data_is_only_in_the_undo_column(tmp_path: Path,
     write_secret_records(store)
     assert [r.undo for r in store.get_records("run-1")] == [undo_sample(1), undo_sample(2)]
     store.close()
-    assert PLANTED_SECRET.encode() in raw_bytes(db)
-    assert cells_holding(db, PLANTED_SECRET) == {"records.undo"}
+    assert PLANTED_SECRET.encode() in sqlite_raw_bytes(db)
+    assert sqlite_cells_holding(db, PLANTED_SECRET) == {"records.undo"}
 
 
 def test_with_a_key_the_file_holds_no_planted_secret(tmp_path: Path,
@@ -86,11 +73,11 @@ def test_with_a_key_the_file_holds_no_planted_secret(tmp_path: Path,
     db = tmp_path / "log.db"
     store = open_store(f"sqlite:///{db}")
     write_secret_records(store)
-    assert PLANTED_SECRET.encode() not in raw_bytes(db)  # WAL included, before a checkpoint
+    assert PLANTED_SECRET.encode() not in sqlite_raw_bytes(db)  # WAL included, before a checkpoint
     assert [r.undo for r in store.get_records("run-1")] == [undo_sample(1), undo_sample(2)]
     store.close()
-    assert PLANTED_SECRET.encode() not in raw_bytes(db)
-    assert cells_holding(db, PLANTED_SECRET) == set()
+    assert PLANTED_SECRET.encode() not in sqlite_raw_bytes(db)
+    assert sqlite_cells_holding(db, PLANTED_SECRET) == set()
     undo = [r[0] for r in sqlite3.connect(db).execute("SELECT undo FROM records")]
     assert all(u.startswith(SEALED_PREFIX) for u in undo)
     # A fresh process with the same key reads the exact values back.
@@ -196,3 +183,51 @@ def test_postgres_seals_undo_data_with_a_key(pg_url: str,
     again = open_store(pg_url)
     assert [r.undo for r in again.get_records("run-1")] == [undo_sample(1), undo_sample(2)]
     again.close()
+
+
+# -- a fresh process --------------------------------------------------------------------------
+CHILD = """
+import os, sys
+from rac.models import RunInfo
+from rac.stores import open_store
+from rac.testing.conformance import make_record, undo_sample
+store = open_store(sys.argv[1])
+store.create_run(RunInfo("run-1"))
+store.append(make_record("run-1", 1, undo=undo_sample(1)))
+os._exit(86)  # dies hard right after the write: no close, no checkpoint
+"""
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
+def test_undo_data_survives_a_hard_exit(tmp_path: Path, sealed: bool,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    if sealed:
+        env[KEY_ENV] = generate_key()
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    done = subprocess.run([sys.executable, "-c", CHILD, url], env=env, timeout=120)
+    assert done.returncode == 86
+    assert (PLANTED_SECRET.encode() in sqlite_raw_bytes(tmp_path / "log.db")) is not sealed
+    if sealed:
+        monkeypatch.setenv(KEY_ENV, env[KEY_ENV])
+    else:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+    store = open_store(url)
+    assert [r.undo for r in store.get_records("run-1")] == [undo_sample(1)]
+    store.close()
+
+
+def test_python_m_rac_sealing_prints_a_usable_key(tmp_path: Path) -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "rac.sealing"], capture_output=True, text=True,
+                         check=True, timeout=120)
+    key = out.stdout.strip()
+    assert len(parse_key(key)) == 32
+    store = SQLiteStore(tmp_path / "log.db", key=key)
+    store.append(make_record("run-1", 1, undo=undo_sample(1)))
+    assert store.get_records("run-1")[0].undo == undo_sample(1)
+    store.close()

@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from crewai import Agent, Crew, Process, Task
+from crewai.hooks.dispatch import InterceptionPoint, scoped_hooks
 
 import rac
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
@@ -142,3 +143,40 @@ def test_hierarchical_crew_manager_delegates_and_coworker_rollback_spans_agents(
     records = eng.store.get_records(run.run_id)
     actions = [(r.tool, r.agent_id) for r in records if r.kind is RecordKind.ACTION]
     assert actions == [("book_flight", "flights agent"), ("book_hotel", "hotels agent")]
+
+
+def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None:
+    world = TravelWorld()
+    signals = Signals()
+    # The hotel call is held by a CrewAI hook (before RAC sees it) until the car's failure has
+    # started the rollback: it begins after the rollback, so it must not run at all.
+    world.fail("book_car", "permanent", message="no cars")
+    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+
+    def hold_hotel(context: Any) -> None:
+        if context.tool_name == "book_hotel":
+            assert signals.rollback_started.wait(10), "the rollback never started"
+
+    llm = ScriptedLLM([
+        [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
+                                                                     "city": "PAR"})],
+        [("book_hotel", HOTEL)],  # the next turn is a new batch: it runs
+        "the hotel alone is booked",
+    ])
+    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world))
+    crew = Crew(agents=[agent], tasks=[Task(description="trip", expected_output="x",
+                                            agent=agent)])
+    eng = engine(plugins=[signals])
+    enable_rac(crew, eng)
+
+    with scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [hold_hotel]}):
+        crew.kickoff()
+
+    assert world.calls["book_hotel"] == 1  # only the next turn's
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
+    first_hotel, second_hotel = told(llm, "book_hotel")
+    assert "not run: book_hotel was asked for in the same model turn" in first_hotel
+    assert "HT-" in second_hotel
+    assert "no cars" in told(llm, "book_car")[0]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+
 import rac
 from rac.models import RecordKind, RecordStatus
 from rac.testing import TravelWorld
@@ -55,3 +57,18 @@ async def test_replan_after_rollback_completes(world: TravelWorld,
     assert response.message.content == "All booked."
     assert sorted(b["kind"] for b in world.live()) == ["car", "flight"]
     assert "booked" in service.tool_results(-1)[-1] or "CR-" in service.tool_results(-1)[-1]
+
+
+async def test_compensators_need_not_be_offered_to_the_model(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    engine = make_engine()
+    world.fail("book_car", "permanent")
+    agent, _ = trip_agent(travel_kernel(world), [[FLIGHT], [CAR], "Sorry."])
+    agent.function_choice_behavior = FunctionChoiceBehavior.Auto(filters={
+        "included_functions": ["travel-book_flight", "travel-book_car"]})
+    enable_rac(agent, rac=engine)
+
+    await agent.get_response(messages="Flight and car.")
+
+    assert world.live() == []
+    assert [t for t, _, e in world.ledger() if e == "cancel"] == ["cancel_flight"]

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from semantic_kernel.agents import SequentialOrchestration
+from semantic_kernel.agents import (
+    HandoffOrchestration,
+    OrchestrationHandoffs,
+    SequentialOrchestration,
+)
 from semantic_kernel.agents.runtime import InProcessRuntime
 
 import rac
 from rac.models import RecordKind
 from rac.testing import TravelWorld
 from rac_semantic_kernel import enable_rac
+from rac_semantic_kernel.testing import Call
 from tests.adapters.semantic_kernel.support import FLIGHT, HOTEL, travel_kernel, trip_agent
 
 
@@ -44,3 +49,39 @@ async def test_sequential_orchestration_is_one_run_and_a_late_failure_undoes_the
                if r.kind is RecordKind.ACTION]
     assert actions == [("travel-book_flight", "flights"), ("travel-book_hotel", "hotels")]
     assert run.status is rac.RunStatus.COMPENSATED
+
+
+async def test_handoff_orchestration_passes_handoffs_through_and_is_one_transaction(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    engine = make_engine()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    flights, flights_model = trip_agent(
+        travel_kernel(world), [[FLIGHT], [Call("Handoff", "transfer_to_hotels", {})]],
+        name="flights")
+    hotels, hotel_model = trip_agent(travel_kernel(world), [[HOTEL], "No hotel; all undone."],
+                                     name="hotels")
+    for agent in (flights, hotels):
+        enable_rac(agent, rac=engine)
+    handoffs = OrchestrationHandoffs().add(source_agent=flights.name, target_agent=hotels.name,
+                                           description="Books the hotel.")
+    orchestration = HandoffOrchestration(members=[flights, hotels], handoffs=handoffs)
+
+    async with engine.run(agent_id="trip") as run:
+        runtime = InProcessRuntime()
+        runtime.start()
+        try:
+            result = await orchestration.invoke(task="Paris trip", runtime=runtime)
+            await result.get(timeout=60)
+        finally:
+            await runtime.stop_when_idle()
+
+    assert world.live() == []
+    assert [t for t, _, e in world.ledger() if e == "cancel"] == ["cancel_flight"]
+    assert "Undone, newest first: travel-book_flight" in hotel_model.tool_results(-1)[-1]
+    actions = [(r.tool, r.agent_id) for r in engine.store.get_records(run.run_id)
+               if r.kind is RecordKind.ACTION]
+    assert actions == [("travel-book_flight", "flights"), ("travel-book_hotel", "hotels")]
+    # The hand-off itself went straight through: not logged, and it ended the flights turn.
+    assert not any("Handoff" in r.tool or "transfer" in r.tool
+                   for r in engine.store.get_records(run.run_id))
+    assert len(flights_model.received) == 2

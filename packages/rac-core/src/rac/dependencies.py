@@ -101,9 +101,21 @@ def first_result_id(result: Any) -> Any:
     return ids[0] if ids else None
 
 
-def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
-    """Every scalar in a call's arguments, nested ones included."""
-    stack: list[Any] = list(args.values())
+def argument_values(args: Mapping[str, Any]) -> list[Any]:
+    """Every string and integer in a call's arguments, nested ones included (booleans are
+    not integers here). The common case, a flat dict of scalars, is read in one pass."""
+    out: list[Any] = []
+    stack: list[Any] | None = None
+    for v in args.values():
+        t = type(v)
+        if t is str or t is int:
+            out.append(v)
+        elif v is None or t is float or t is bool:
+            continue
+        else:
+            if stack is None:
+                stack = []
+            stack.append(v)
     while stack:
         v = stack.pop()
         if isinstance(v, Mapping):
@@ -111,7 +123,8 @@ def argument_values(args: Mapping[str, Any]) -> Iterable[Any]:
         elif isinstance(v, list | tuple):
             stack.extend(v)
         elif isinstance(v, str | int) and not isinstance(v, bool):
-            yield v
+            out.append(v)
+    return out
 
 
 class DependencyIndex:
@@ -136,8 +149,8 @@ class DependencyIndex:
 
         ``fields``, when given, are the only result fields whose values count (an empty list:
         none). ``flat_args`` is accepted for compatibility and ignored."""
-        given = set(argument_values(args)) if args else set()
-        given |= self._inputs
+        own = set(argument_values(args)) if args else set()
+        inputs = self._inputs
         producers = self._producers
         if fields is not None:
             data = as_fields(result)
@@ -145,21 +158,22 @@ class DependencyIndex:
                 return
             for f in fields:
                 v = data.get(f)
-                if isinstance(v, str | int) and not isinstance(v, bool) and v not in given:
+                if isinstance(v, str | int) and not isinstance(v, bool) and v not in own \
+                        and v not in inputs:
                     producers.setdefault(v, (seq, None))
             return
         if type(result) is dict:
             for k, v in result.items():
                 t = type(v)
                 if (t is str and len(v) >= 4) or (t is int and v >= 1000):
-                    if v not in producers and v not in given:
+                    if v not in producers and v not in own and v not in inputs:
                         producers[v] = (seq, k)
                 elif t is dict or t is list or t is tuple:
                     break
             else:
                 return
         for value in result_ids(result):
-            if value not in given:
+            if value not in own and value not in inputs:
                 producers.setdefault(value, (seq, None))
 
     def forget(self, seqs: Iterable[int]) -> None:
@@ -182,7 +196,7 @@ class DependencyIndex:
     def dependencies(self, args: Mapping[str, Any]) -> list[int]:
         """Seqs of the calls whose ids appear in ``args``; the values of ``args`` are
         remembered as inputs of the run (no later call produces them)."""
-        values = list(argument_values(args))
+        values = argument_values(args)
         found = {seq for v in values if v in self._producers
                  for seq in [self._producer(v)] if seq is not None}
         if len(self._inputs) < 100_000:

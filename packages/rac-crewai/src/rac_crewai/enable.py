@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from crewai import Agent, Crew
@@ -55,11 +56,38 @@ def check_declarations(engine: RAC, tools: list[BaseTool]) -> None:
     engine.registry.check_known(set(names) | set(engine.tools), only_for=names)
 
 
+#: Instance attribute naming the engine whose runs an agent's standalone kickoffs open.
+KICKOFF_ATTR = "_rac_crewai_kickoff_engine"
+
+
+def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, list[Tool]]]
+                    ) -> None:
+    """Make each standalone ``kickoff`` of ``agent`` (an agent of an enabled crew, used on its
+    own) one run of ``engine``, as a crew's kickoff is; inside an open run it joins it. Without
+    this the agent's guarded tools, finding no run, would each open one of their own and no
+    failure could undo an earlier call."""
+    if agent.__dict__.get(KICKOFF_ATTR) is engine:
+        return
+    cls = type(agent)
+    object.__setattr__(agent, KICKOFF_ATTR, engine)
+    if callable(getattr(cls, "kickoff", None)):
+        object.__setattr__(agent, "kickoff", in_run(engine, cls.kickoff.__get__(agent), prepare))
+    for name in ("kickoff_async", "akickoff"):
+        if callable(getattr(cls, name, None)):
+            object.__setattr__(agent, name, in_async_run(
+                engine, getattr(cls, name).__get__(agent), prepare))
+
+
 def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     peers = crew_tools(crew)
     check_declarations(engine, peers)
     for agent in crew_members(crew):
         guard_in_place(agent.tools, engine, agent.role, peers)
+
+        def prepare(agent: Any = agent) -> tuple[str, list[Tool]]:
+            return agent.role, rac_tools(_guard_crew(crew, engine))
+
+        _scope_kickoffs(agent, engine, prepare)
     for task in crew.tasks:
         guard_in_place(task.tools, engine, task.agent.role if task.agent else None, peers)
     return peers
@@ -71,7 +99,10 @@ def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
     ``rac`` is a :class:`rac.RAC` engine, or give its keywords instead (``compensations=...``,
     ``alternatives=...``, ``store=...``). Each ``kickoff``/``akickoff`` (and each input of
     ``kickoff_for_each``) is one run in the engine's log, its records carrying the role of the
-    agent that made each call. Calling it again wraps tools added since and nothing twice.
+    agent that made each call; so is each ``kickoff`` of one of its agents used on its own.
+    Kicked off while a run of the engine is open (``with engine.run():`` around a Flow), the
+    crew joins that run and adds its tools to it. Calling it again wraps tools added since and
+    nothing twice.
     """
     engine = engine_for(rac, config)
     _guard_crew(crew, engine)

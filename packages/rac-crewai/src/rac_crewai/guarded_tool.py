@@ -8,10 +8,10 @@ from crewai.tools import BaseTool
 from pydantic import PrivateAttr
 
 import rac
-from rac.adapters import open_or_join, route
-from rac_crewai.caller import current_caller
+from rac.adapters import execute, open_or_join, route
+from rac_crewai.caller import current_caller, current_turn
 from rac_crewai.results import failure_for_agent
-from rac_crewai.tool_table import as_rac_tool, unwrap
+from rac_crewai.tool_table import as_rac_tool, run_for_rac, unwrap
 
 
 def _never_cache(args: Any = None, result: Any = None) -> bool:
@@ -77,10 +77,12 @@ class RACTool(BaseTool):
 
     def _call(self, run: rac.Run, args: dict[str, Any]) -> Any:
         inner = self._inner
-        invoke = route(run, inner.name, lambda a: inner.run(**a),
+        invoke = route(run, inner.name, lambda a: run_for_rac(inner, a),
                        hint="give it to an agent of the crew or to the engine's tools=[...]")
-        outcome = run.execute(self.name, args, invoke,
-                              agent_id=current_caller() or self._agent_id)
+        # The calls of one model turn are one batch: once a rollback begins, a sibling that has
+        # not started is refused and one still running is undone when it returns.
+        outcome = execute(run, self.name, args, invoke,
+                          agent_id=current_caller() or self._agent_id, batch=current_turn())
         if outcome.ok:
             return outcome.result
         return failure_for_agent(outcome, run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from crewai.tools import BaseTool
-from crewai.tools.tool_failure import ToolFailure
+from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 
 import rac
 from rac.errors import ResultError
@@ -29,7 +29,11 @@ class CrewAIPlugin:
     def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
         """Flag a ``ToolFailure`` result; defer on anything else."""
         if isinstance(result, ToolFailure):
-            return ResultError(result.as_agent_message(), result, transient=result.retryable)
+            message = result.as_agent_message()
+            if result.reason is ToolFailureReason.USAGE_LIMIT:
+                message += " (CrewAI's usage budget of this tool ended the attempts, not a " \
+                           "failure of the tool itself)"
+            return ResultError(message, result, transient=result.retryable)
         return None
 
     @rac.hookimpl

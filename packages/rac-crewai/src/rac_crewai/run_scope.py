@@ -2,20 +2,26 @@
 
 ``kickoff``/``akickoff`` of an enabled crew are replaced on the instance by versions that open a
 run (agent id = the crew's name, records carry the calling agent's role), make the crew's tools
-callable by RAC for compensations and alternatives, and track the calling agent with a hook
-scoped to the run. ``kickoff_async`` and streaming go through these; ``copy`` is replaced so the
-copies ``kickoff_for_each`` makes are enabled too, each input getting a run of its own. An entry
-point called while a run of the same engine is open joins that run.
+callable by RAC for compensations and alternatives, and scope RAC's CrewAI hooks to the
+kickoff (:mod:`rac_crewai.caller`). ``kickoff_async`` and streaming go through these; ``copy``
+is replaced so the copies ``kickoff_for_each`` makes are enabled too, each input getting a run
+of its own.
+
+An entry point called while a run of the same engine is open (``with engine.run():`` around a
+Flow, a crew kicked off from another crew's tool) joins that run and adds its tools to it: the
+run can then undo this crew's calls when a later step fails, and a failure here undoes the
+earlier steps too.
 
 When RAC rolled back and CrewAI's ``tool_failure_policy="raise"`` then stopped the crew, the
 error leaves ``kickoff`` after the compensations ran, and the run is not rolled back twice; a
 hook aborting the run is control flow and rolls nothing back. Any other exception leaving
-``kickoff`` rolls the run back first (the core's run semantics). The scoping itself is
-:func:`rac.adapters.in_run`.
+``kickoff`` rolls the run back first (the core's run semantics) when this kickoff opened the
+run; a joined run is the opener's to close.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -23,10 +29,9 @@ from crewai.hooks.dispatch import HookAborted
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
 import rac
-from rac.adapters import in_async_run as kit_in_async_run
-from rac.adapters import in_run as kit_in_run
+from rac.adapters import open_or_join
 from rac.models import RunStatus
-from rac_crewai.caller import caller_tracking
+from rac_crewai.caller import crew_hooks
 from rac_crewai.results import RUN_ID_KEY
 from rac_crewai.tool_table import as_rac_tool
 
@@ -47,29 +52,54 @@ def settled_by_rac(run: rac.Run, err: BaseException) -> bool:
             and run.status in (RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION))
 
 
-def _scoped_hooks(run: rac.Run) -> list[Any]:
-    return [caller_tracking()]
-
-
 def _never() -> bool:
     return False
+
+
+def join(run: rac.Run, tools: list[rac.Tool]) -> None:
+    """Make ``tools`` callable by ``run`` (a run this kickoff joined: the opener gave it only
+    its own tools). A tool the run already holds under the same name keeps its place."""
+    missing = [t for t in tools if run.tool(t.name) is None]
+    if missing:
+        run.add_tools(missing)
 
 
 def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
            bypass: Callable[[], bool] = _never) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
-    the tools it may call), joining one already open. While ``bypass()`` is true the method
-    runs as it is: a streaming kickoff only sets up a stream, and calls ``kickoff`` again to do
-    the work."""
-    return kit_in_run(engine, method, prepare, bypass=bypass, settled=settled_by_rac,
-                      around=_scoped_hooks)
+    the tools it may call), joining one already open and adding the tools to it. While
+    ``bypass()`` is true the method runs as it is: a streaming kickoff only sets up a stream,
+    and calls ``kickoff`` again to do the work."""
+
+    @functools.wraps(method)
+    def scoped(*args: Any, **kwargs: Any) -> R:
+        if bypass():
+            return method(*args, **kwargs)
+        agent_id, tools = prepare()
+        with open_or_join(engine, agent_id=agent_id, tools=tools,
+                          settled=settled_by_rac) as run, crew_hooks():
+            join(run, tools)
+            return method(*args, **kwargs)
+
+    return scoped
 
 
 def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: Prepare,
                  bypass: Callable[[], bool] = _never) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
-    return kit_in_async_run(engine, method, prepare, bypass=bypass, settled=settled_by_rac,
-                            around=_scoped_hooks)
+
+    @functools.wraps(method)
+    async def scoped(*args: Any, **kwargs: Any) -> R:
+        if bypass():
+            return await method(*args, **kwargs)
+        agent_id, tools = prepare()
+        async with open_or_join(engine, agent_id=agent_id, tools=tools,
+                                settled=settled_by_rac) as run:
+            with crew_hooks():
+                join(run, tools)
+                return await method(*args, **kwargs)
+
+    return scoped
 
 
 def rac_tools(tools: list[Any]) -> list[rac.Tool]:

@@ -7,6 +7,7 @@ come from the tool's argument schema so RAC can map compensation arguments by na
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +33,26 @@ def schema_params(tool: BaseTool) -> tuple[list[str] | None, list[str]]:
     return params_from_schema(getattr(tool, "args_schema", None))
 
 
+def run_for_rac(tool: BaseTool, args: dict[str, Any]) -> Any:
+    """Call ``tool`` the way CrewAI does (arguments validated by its schema), for one attempt
+    RAC makes: a retry, an alternative, a compensation.
+
+    CrewAI counts a use of a tool with ``max_usage_count`` when the model calls it, on the tool
+    the agent holds (RAC's wrapper, which keeps the user's budget). RAC's own attempts are not
+    uses the model made: they must not spend the budget, or one transient error on a tool used
+    once would turn into "usage limit reached" and roll the whole run back.
+    """
+    if tool.max_usage_count is None:
+        return tool.run(**args)
+    result = tool._run(**tool._validate_kwargs(args))
+    if asyncio.iscoroutine(result):
+        result = asyncio.run(result)
+    return result
+
+
 def _convert(inner: BaseTool) -> rac.Tool:
     def call(args: dict[str, Any]) -> Any:
-        return inner.run(**args)
+        return run_for_rac(inner, args)
 
     return framework_tool(inner.name, call=call, schema=getattr(inner, "args_schema", None),
                           description=inner.description)

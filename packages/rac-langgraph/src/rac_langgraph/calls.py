@@ -87,6 +87,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if earlier is not None:
+            self._step_done(run, explicit)
             return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
@@ -122,6 +123,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if earlier is not None:
+            self._step_done(run, explicit)
             return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:

@@ -111,6 +111,12 @@ class FunctionCallFilter:
         self.runs: InvocationRuns = runs_of(engine)
         self._kernels: dict[int, _KernelState] = {}
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> FunctionCallFilter:
+        """Itself: ``Kernel.clone()`` deep-copies its filter lists (a handoff orchestration
+        clones each agent's kernel), and the clone must keep RAC's engine and state, not
+        copies of them."""
+        return self
+
     # -- per-kernel state ---------------------------------------------------------------------
     def prepare(self, kernel: Kernel) -> _KernelState:
         """Check and adopt the engine's declarations for ``kernel``'s functions (now, and again
@@ -172,13 +178,18 @@ class FunctionCallFilter:
         name = functions.logged.get(full, full)
         call = ctx.function_call_content
         base = ctx.arguments
-        requested = dict(call.to_kernel_arguments() or {}) if call is not None else dict(base)
+        # The function's own arguments: SK has parsed the model's call into ctx.arguments (on
+        # top of the invocation's arguments, which the function does not take).
+        params = functions.params.get(name)
+        requested = {p: base[p] for p in params if p in base} if params is not None \
+            else dict(base)
         answered: list[FunctionResult | None] = [None]
 
         async def through_filters(args: dict[str, Any]) -> Any:
-            call_args = copy(base)
-            call_args.update(args)
-            ctx.arguments = call_args
+            if args != requested:  # RAC changed them (an idempotency key): SK's copy, updated
+                call_args = copy(base)  # (copying and assigning cost ~15 µs: not on every call)
+                call_args.update(args)
+                ctx.arguments = call_args
             slot: list[Any] = [full, None]
             token = _RAISED.set(slot)
             try:

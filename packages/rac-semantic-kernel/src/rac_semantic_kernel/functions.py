@@ -67,6 +67,8 @@ class KernelFunctions:
         self.by_name: dict[str, KernelFunction] = {}
         #: SK's fully qualified name -> logged name
         self.logged: dict[str, str] = {}
+        #: logged name -> the function's parameter names (read once: SK builds them per read)
+        self.params: dict[str, tuple[str, ...]] = {}
         self._bare: dict[str, list[str]] = {}
         self._plugins: set[str] = set()
         for plugin in kernel.plugins.values():
@@ -85,6 +87,7 @@ class KernelFunctions:
                         f"default names='plugin-function'")
                 self.by_name[name] = fn
                 self.logged[full] = name
+                self.params[name] = tuple(p.name for p in fn.parameters if p.name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.by_name)

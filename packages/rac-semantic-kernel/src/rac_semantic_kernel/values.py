@@ -30,8 +30,13 @@ def _parsed(text: str) -> Any:
     return text
 
 
+_PLAIN = (dict, str, int, float, bool, type(None))
+
+
 def plain_value(value: Any) -> Any:
     """``value`` (a function's result) as RAC records it."""
+    if type(value) in _PLAIN:  # a native function's usual result (and the hot path)
+        return value
     if isinstance(value, FunctionResult):
         value = value.value
     text = _text(value)

@@ -85,13 +85,30 @@ class KeyedTravelWorld(TravelWorld):
                 return {"booking_id": existing, "kind": kind, "who": who, "place": place,
                         "detail": detail, "amount": amount, "status": "confirmed"}
         plain = {k: v for k, v in args.items() if k not in ("self", "idempotency_key")}
-        result = super()._book(tool, who, place, detail, amount, plain)
+        newest = self._newest_booking()
+        try:
+            result = super()._book(tool, who, place, detail, amount, plain)
+        except Exception:
+            # A fault after the effect: the booking committed, and a keyed API records its
+            # key with it, so a retry with the same key finds it instead of booking again.
+            made = self._newest_booking()
+            if key and made is not None and made != newest:
+                with self._lock:
+                    self._db.execute("INSERT OR IGNORE INTO booking_keys VALUES (?, ?)",
+                                     (key, made))
+            raise
         if key:
             with self._lock:
                 self._db.execute("INSERT INTO booking_keys VALUES (?, ?)",
                                  (key, result["booking_id"]))
         self._effect_done(tool)
         return result
+
+    def _newest_booking(self) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT booking_id FROM bookings ORDER BY rowid DESC "
+                                   "LIMIT 1").fetchone()
+        return str(row[0]) if row else None
 
     def _cancel_keyed(self, tool: str, booking_id: str, action_key: str,
                       kinds: tuple[str, ...]) -> dict[str, Any]:

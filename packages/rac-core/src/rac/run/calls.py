@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CallRefused, NoCompensationError
-from rac.models import Record, RecordKind, RecordStatus, RunStatus
+from rac.models import Record, RecordKind, RecordStatus
 from rac.registry import Effect, Irreversible
 from rac.report import AttemptedAlternative, RecoveryReport
 from rac.run.attempts import Attempt, attempt
@@ -68,15 +68,23 @@ class Performed:
 
 def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None,
               depends_on: Iterable[int], batch: Any, scope: str, invoke: Invoker,
-              ainvoke: AsyncInvoker | None) -> Flow[CallOutcome]:
-    """The whole life of one call (see the module docstring)."""
+              ainvoke: AsyncInvoker | None, planned: Intent | None = None,
+              resume: tuple[Begun, Attempt] | None = None) -> Flow[CallOutcome]:
+    """The whole life of one call (see the module docstring). ``planned`` is the call's intent
+    already planned; ``resume`` continues a call whose intent is written and whose first
+    attempt was made (by a caller that made it itself)."""
     engine = run.engine
     first: Failure | None = None
     tried: list[AttemptedAlternative] = []
     first_seq: int | None = None
     deps = list(depends_on)
     for tool in [name, *engine.registry.alternatives.get(name, ())]:
-        begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq, batch)
+        made: Attempt | None = None
+        if resume is not None:
+            (begun, made), resume = resume, None
+        else:
+            begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq, batch,
+                                     planned if tool == name else None)
         rec = begun.record
         if first_seq is None:
             first_seq = rec.seq
@@ -88,8 +96,8 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
             continue
         try:
             call = Invoke(_bound(invoke, tool), _abound(ainvoke, tool),
-                          _with_key(run, tool, begun.args, rec))
-            performed = yield from perform(run, rec, tool, begun.args, call)
+                          with_key(run, tool, begun.args, rec))
+            performed = yield from perform(run, rec, tool, begun.args, call, made)
         except BaseException as e:
             run.interrupted(rec, e)
             raise
@@ -133,7 +141,7 @@ def _abound(ainvoke: AsyncInvoker | None, tool: str) -> Any:
     return call
 
 
-def _with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
+def with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
     """The arguments the tool is called with: a ``keyed`` tool gets the step's key."""
     param = run.engine.key_param
     if rec.effect == Effect.KEYED and param not in args:
@@ -143,10 +151,24 @@ def _with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[st
     return args
 
 
-def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
-          depends_on: list[int], alternative_of: int | None, batch: Any) -> Flow[Begun]:
-    """Decide whether the call may run (its policies, its before-image) and write its intent
-    record: the first half of the write-ahead log."""
+@dataclass(slots=True)
+class Intent:
+    """A call's intent record before it is written, and what was decided about it: its
+    compensation, the undo data and fields it keeps, and why it is refused (None: it may
+    run)."""
+
+    record: Record
+    comp: Compensation | None = None
+    undo: dict[str, Any] | None = None
+    needed: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
+    refusal: str | None = None
+    error: CallRefused | None = None
+
+
+def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
+                alternative_of: int | None) -> Intent:
+    """Decide what the intent of a call holds and whether its policies let it run (the
+    before-image, which needs a tool call, is read by :func:`begin`)."""
     engine = run.engine
     registry = engine.registry
     t = run.tool(tool)
@@ -155,60 +177,79 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
     rec = Record(run.run_id, 0, tool, RecordKind.ACTION, R.PENDING, agent_id or run.agent_id,
                  scope, stored_args, None, None, 1, "", [], None, alternative_of, True,
                  effect is Effect.READ_ONLY, None, 0.0, 0.0, str(effect), None)
-    undo: dict[str, Any] = {}
-    needed: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
-    refusal: str | None = None
-    error: CallRefused | None = None
-    if not rec.read_only:
-        irreversible = registry.irreversible.get(tool)
-        comp: Compensation | None = None if irreversible is not None else \
-            engine.hooks.first("rac_resolve_compensation", engine=engine, record=rec)
-        if irreversible is not None:
-            rec.compensable = False
-            refusal = _irreversible(run, rec, irreversible, args)
-        elif comp is None:
-            refusal = _uncompensable(run, rec)
-            if refusal is not None:
-                error = NoCompensationError(refusal)
+    intent = Intent(rec)
+    if rec.read_only:
+        return intent
+    irreversible = registry.irreversible.get(tool)
+    if irreversible is not None:
+        rec.compensable = False
+        intent.refusal = _irreversible(run, rec, irreversible, args)
+    else:
+        intent.comp = engine.hooks.first("rac_resolve_compensation", engine=engine, record=rec)
+        if intent.comp is None:
+            intent.refusal = _uncompensable(run, rec)
+            if intent.refusal is not None:
+                intent.error = NoCompensationError(intent.refusal)
         else:
-            comp_tool = run.tool(comp.tool)
-            needed = needed_fields(comp, comp_tool.params if comp_tool else None)
-            part = undo_part(args, stored_args, needed[0])
+            comp_tool = run.tool(intent.comp.tool)
+            intent.needed = needed_fields(intent.comp, comp_tool.params if comp_tool else None)
+            part = undo_part(args, stored_args, intent.needed[0])
             if part is not None:
-                undo["args"] = part
-        if comp is not None and comp.before is not None:
-            ok, before = yield from read_before(run, comp.before, args, "")
-            if ok:
-                undo["before"] = exact(before)
-            elif comp.before.on_failure == "run":
-                rec.compensable = False
-                rec.note = f"not undoable: its before-image could not be read ({before})"
-            else:
-                refusal = (f"refused: {tool} would change state that RAC could not read first "
-                           f"({before}), so it could not be undone")
-        if refusal is not None and error is None:
-            error = CallRefused(refusal)
+                intent.undo = {"args": part}
+    if intent.refusal is not None and intent.error is None:
+        intent.error = CallRefused(intent.refusal)
+    return intent
+
+
+def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
+          depends_on: list[int], alternative_of: int | None, batch: Any,
+          planned: Intent | None = None) -> Flow[Begun]:
+    """Decide whether the call may run (its policies, its before-image) and write its intent
+    record: the first half of the write-ahead log. ``planned`` is an intent already planned."""
+    intent = planned or plan_intent(run, tool, args, agent_id, scope, alternative_of)
+    comp = intent.comp
+    if comp is not None and comp.before is not None and intent.refusal is None:
+        ok, before = yield from read_before(run, comp.before, args, "")
+        if ok:
+            intent.undo = {**(intent.undo or {}), "before": exact(before)}
+        elif comp.before.on_failure == "run":
+            intent.record.compensable = False
+            intent.record.note = f"not undoable: its before-image could not be read ({before})"
+        else:
+            intent.refusal = (f"refused: {tool} would change state that RAC could not read "
+                              f"first ({before}), so it could not be undone")
+            intent.error = CallRefused(intent.refusal)
+    return write_intent(run, intent, args, depends_on, batch)
+
+
+def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Iterable[int],
+                 batch: Any) -> Begun:
+    """Write the intent record (or the refusal): number it, link it to what it depends on,
+    refuse it if its model turn was rolled back, and mark it in flight."""
+    rec, refusal, error = intent.record, intent.refusal, intent.error
     with run.lock:
         run.reopen_if_idle()
         rec.seq = run.next_seq()
         rec.idempotency_key = idempotency_key(run.run_id, rec.seq, "action")
-        rec.created_at = rec.updated_at = engine.clock.now()
+        rec.created_at = rec.updated_at = run.engine.clock.now()
         if not rec.read_only:
             inferred = run.deps.dependencies(args)
-            rec.depends_on = sorted(set(inferred) | set(depends_on))
+            rec.depends_on = sorted(set(inferred).union(depends_on)) if depends_on \
+                else inferred
         if refusal is None and batch is not None:
-            refusal = run.batch_refusal(batch, tool)
+            refusal = run.batch_refusal(batch, rec.tool)
             if refusal is not None:
                 error = CallRefused(refusal)
         if refusal is not None:
             rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
         # undo data only where an undo may need it
-        rec.undo = undo if undo and rec.compensable and not rec.read_only else None
+        rec.undo = intent.undo if intent.undo and rec.compensable and not rec.read_only \
+            else None
         run.log.append(rec)
         if refusal is None:
             run.in_flight.add(rec.seq)
-            if needed is not None:
-                run.needs[rec.seq] = needed
+            if intent.needed is not None:
+                run.needs[rec.seq] = intent.needed
             run.doom_if_rolling_back(rec)
     return Begun(rec, args, refusal, error)
 
@@ -249,9 +290,10 @@ def _uncompensable(run: Run, rec: Record) -> str | None:
 
 
 def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
-            call: Invoke) -> Flow[Performed]:
+            call: Invoke, made: Attempt | None = None) -> Flow[Performed]:
     """Attempt the call until it succeeds, fails for good, or may have happened and nothing
-    can tell (see the decision table in the module docstring)."""
+    can tell (see the decision table in the module docstring). ``made`` is a first attempt
+    already made."""
     engine = run.engine
     policy = engine.retry
     effect = Effect(rec.effect) if rec.effect else Effect.UNSAFE
@@ -264,7 +306,10 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
                 run.log.update(rec, attempts=tries)
         else:
             rec.attempts = 1
-        got = yield from attempt(engine, tool, call)
+        if made is not None:
+            got, made = made, None
+        else:
+            got = yield from attempt(engine, tool, call)
         if got.ok:
             return Performed("ok", got)
         cls = got.classification
@@ -325,9 +370,12 @@ def complete(run: Run, rec: Record, args: dict[str, Any], got: Attempt) -> Flow[
     what = f"via {undo.compensator}" if undo.outcome == "compensated" else (
         f"undo {undo.outcome}: {undo.error}" if undo.error else f"undo {undo.outcome}")
     live = "" if undo.outcome == "compensated" else " IT MAY STILL BE LIVE: a person must check."
-    return CallOutcome(False, rec.tool, rec.seq, result=got.raw, value=got.value, undone=True,
+    undone = undo.outcome == "compensated"
+    return CallOutcome(False, rec.tool, rec.seq, result=got.raw, value=got.value, undone=undone,
                        message=(f"RAC: {rec.tool} completed after this run was rolled back, so "
-                                f"it was undone too ({what}).{live} Replan from a clean state."))
+                                f"{'it was undone too' if undone else 'RAC tried to undo it'} "
+                                f"({what}).{live} Replan from a clean state."))
 
 
-__all__ = ["Begun", "Performed", "begin", "call_flow", "complete", "perform", "RunStatus"]
+__all__ = ["Begun", "Intent", "Performed", "begin", "call_flow", "complete", "perform",
+           "plan_intent", "with_key", "write_intent"]

@@ -42,10 +42,26 @@ def error_text(err: BaseException) -> str:
     return redact_text(text)[:2000]
 
 
-def needed_fields(compensation: Any, params: list[str] | None
-                  ) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+Needed = tuple[frozenset[str] | None, frozenset[str] | None]
+#: (compensation, compensator params) -> fields, by identity (declarations do not change)
+_NEEDED: dict[tuple[int, int], tuple[Any, Any, Needed]] = {}
+
+
+def needed_fields(compensation: Any, params: list[str] | None) -> Needed:
     """The fields of a call's arguments and of its result that undoing it may read (None: all
-    of them): what a declared mapping's paths name, else the compensator's parameter names."""
+    of them): what a declared mapping's paths name, else the compensator's parameter names.
+    Worked out once per declaration and compensator."""
+    key = (id(compensation), id(params))
+    hit = _NEEDED.get(key)
+    if hit is not None and hit[0] is compensation and hit[1] is params:
+        return hit[2]
+    found = _needed_fields(compensation, params)
+    if len(_NEEDED) < 4096:
+        _NEEDED[key] = (compensation, params, found)
+    return found
+
+
+def _needed_fields(compensation: Any, params: list[str] | None) -> Needed:
     spec = getattr(compensation, "args", None)
     if isinstance(spec, Mapping):
         arg_fields: set[str] = set()
@@ -74,6 +90,8 @@ def needed_fields(compensation: Any, params: list[str] | None
 def undo_part(value: Any, stored: Any, fields: frozenset[str] | None) -> Any:
     """The exact copy of the ``fields`` of ``value`` (all when None) that differ from the
     stored copy, or None when the stored copy already holds them exactly."""
+    if value is None or type(value) in (int, float, bool) or plain_copy(value) is not None:
+        return None  # a plain value: the stored copy is exact
     full = exact(value)
     if fields is not None and isinstance(full, dict):
         full = {k: v for k, v in full.items() if k in fields}

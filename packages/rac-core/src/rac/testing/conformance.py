@@ -22,8 +22,10 @@ in :class:`StoreConformance`) for ``pairs``.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -416,6 +418,37 @@ class StoreConformance(PairStoreConformance):
         assert len(wins) == 1
         run = store.get_run(rid)
         assert run is not None and run.owner == wins[0]
+
+
+def sqlite_cells_holding(path: str | Path, needle: str) -> set[str]:
+    """``table.column`` of every cell of a SQLite file whose text contains ``needle``.
+
+    For redaction tests: without ``RAC_LOG_KEY`` a planted secret of undo data may appear only
+    in ``records.undo``; with it, nowhere (check the raw bytes of the file and its ``-wal``
+    too, see :func:`sqlite_raw_bytes`).
+    """
+    conn = sqlite3.connect(str(path))
+    try:
+        found: set[str] = set()
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                for col, value in zip(cols, row, strict=True):
+                    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+                        else str(value)
+                    if needle in text:
+                        found.add(f"{table}.{col}")
+        return found
+    finally:
+        conn.close()
+
+
+def sqlite_raw_bytes(path: str | Path) -> bytes:
+    """Every byte on disk of a SQLite file and its ``-wal``/``-shm``/``-journal`` files."""
+    db = Path(path)
+    return b"".join(p.read_bytes() for p in sorted(db.parent.glob(db.name + "*")))
 
 
 #: The environment variable naming the PostgreSQL server the test suites use.

@@ -1,0 +1,129 @@
+"""Flows: the crews of a Flow kicked off inside one RAC run are one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from crewai import Agent, Crew, Task
+from crewai.flow.flow import Flow, listen, start
+
+import rac
+from rac.models import RecordStatus, RunStatus
+from rac.testing import TravelWorld, assert_compensated_once
+from rac_crewai import enable_rac
+from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
+
+PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
+HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}
+
+
+def crew_of(world: TravelWorld, eng: rac.RAC | None, llm: ScriptedLLM, role: str,
+            *names: str) -> Crew:
+    agent = Agent(role=role, goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world, *names))
+    crew = Crew(agents=[agent], tasks=[Task(description=f"{role}: book", expected_output="x",
+                                            agent=agent)])
+    return enable_rac(crew, eng) if eng is not None else crew
+
+
+class TripFlow(Flow):  # type: ignore[type-arg]
+    """Flights first, then the hotel: two crews, each with its own tools."""
+
+    def __init__(self, flights: Crew, hotels: Crew, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.flights_crew = flights
+        self.hotels_crew = hotels
+
+    @start()
+    def flights(self) -> str:
+        return str(self.flights_crew.kickoff().raw)
+
+    @listen(flights)
+    def hotels(self, flight: str) -> str:
+        return str(self.hotels_crew.kickoff().raw)
+
+
+def trip(world: TravelWorld, eng: rac.RAC) -> tuple[TripFlow, ScriptedLLM, ScriptedLLM]:
+    f_llm = ScriptedLLM([[("book_flight", PAR)], "flight booked"])
+    h_llm = ScriptedLLM([[("book_hotel", HOTEL)], "no hotel; the flight was cancelled"])
+    flow = TripFlow(crew_of(world, eng, f_llm, "flights agent", "book_flight", "cancel_flight"),
+                    crew_of(world, eng, h_llm, "hotels agent", "book_hotel", "cancel_hotel"))
+    return flow, f_llm, h_llm
+
+
+def check_hotel_failure_undid_the_flight(world: TravelWorld, eng: rac.RAC,
+                                         h_llm: ScriptedLLM) -> None:
+    assert world.live() == []
+    assert_compensated_once(world)
+    report = told(h_llm, "book_hotel")[0]
+    assert "hotel full" in report and "via cancel_flight" in report
+    assert "STILL LIVE" not in report
+    [run] = runs_of(eng)  # both crews in the one run
+    records = eng.store.get_records(run.run_id)
+    assert [(r.tool, r.agent_id) for r in records] == [
+        ("book_flight", "flights agent"), ("book_hotel", "hotels agent"),
+        ("cancel_flight", "flights agent")]
+    assert records[0].status is RecordStatus.COMPENSATED
+    assert run.status is RunStatus.COMPENSATED
+
+
+def test_flow_in_one_run_a_later_crews_failure_undoes_the_earlier_crews_booking() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    eng = engine()
+    flow, _, h_llm = trip(world, eng)
+
+    with eng.run(agent_id="trip"):
+        flow.kickoff()
+
+    check_hotel_failure_undid_the_flight(world, eng, h_llm)
+
+
+def test_async_flow_in_one_run_a_later_crews_failure_undoes_the_earlier_crews_booking(
+) -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    eng = engine()
+    flow, _, h_llm = trip(world, eng)
+
+    async def main() -> None:
+        async with eng.run(agent_id="trip"):
+            await flow.kickoff_async()
+
+    asyncio.run(main())
+
+    check_hotel_failure_undid_the_flight(world, eng, h_llm)
+
+
+def test_flow_that_raises_after_both_crews_undoes_both() -> None:
+    world = TravelWorld()
+    eng = engine()
+    f_llm = ScriptedLLM([[("book_flight", PAR)], "flight booked"])
+    h_llm = ScriptedLLM([[("book_hotel", HOTEL)], "hotel booked"])
+
+    class PaymentFlow(Flow):  # type: ignore[type-arg]
+        @start()
+        def flights(self) -> str:
+            return str(flights_crew.kickoff().raw)
+
+        @listen(flights)
+        def hotels(self, flight: str) -> str:
+            return str(hotels_crew.kickoff().raw)
+
+        @listen(hotels)
+        def pay(self, hotel: str) -> str:
+            raise RuntimeError("card declined")
+
+    flights_crew = crew_of(world, eng, f_llm, "flights agent", "book_flight", "cancel_flight")
+    hotels_crew = crew_of(world, eng, h_llm, "hotels agent", "book_hotel", "cancel_hotel")
+    flow = PaymentFlow()
+
+    with pytest.raises(RuntimeError, match="card declined"), eng.run(agent_id="trip"):
+        flow.kickoff()
+
+    assert world.live() == []
+    assert_compensated_once(world)
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED

@@ -241,3 +241,21 @@ async def test_the_resolver_works_in_an_async_run(resolver_engine: Make,
         report = await run.arollback()
     assert [u.compensator for u in report.compensated] == ["void_booking"]
     assert_no_live_effects(world)
+
+
+def test_secrets_in_the_call_never_reach_the_model(resolver_engine: Make,
+                                                   world: TravelWorld) -> None:
+    spa = rac.Tool("book_spa", call=lambda a: world.book_hotel(guest=a["guest"], city="Spa",
+                                                               nights=1),
+                   params=["guest", "api_key"], required=["guest", "api_key"],
+                   description="Book a spa day with the partner's API key.")
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    engine.register_tools([spa])
+    with engine.run() as run:
+        run.call("book_spa", guest="ann", api_key="sk-live-0123456789abcdef")
+        report = run.rollback()
+    assert [u.compensator for u in report.compensated] == ["void_booking"]
+    assert_no_live_effects(world)
+    assert len(model.prompts) == 2 and '"api_key"' in model.prompts[1]
+    assert not any("sk-live-0123456789abcdef" in p for p in model.prompts)

@@ -262,7 +262,9 @@ class LLMResolver:
         for pair in declared_pairs(engine):
             known = find_pair(book, pair.key)
             if known is None or (known.source != LLM and (known.args, known.source) != (pair.args, pair.source)):
-                save_pair(book, pair)  # never over a model's mapping for the declared pair
+                if save_pair(book, pair):  # never over a model's mapping for the declared pair
+                    emit("rac.pair_declared", tool=pair.tool, compensator=pair.compensator,
+                         key=pair.key, source=pair.source, status=pair.status)
         return state
 
     # -- the mapping ----------------------------------------------------------------------------

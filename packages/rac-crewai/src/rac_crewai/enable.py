@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from crewai import Agent, Crew
+from crewai.flow.flow import Flow
 from crewai.tools import BaseTool
 
 from rac import RAC, Tool
 from rac_crewai.engine_setup import engine_for
+from rac_crewai.flows import enable_flow
 from rac_crewai.guarded_tool import RACTool
+from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
 from rac_crewai.run_scope import in_async_run, in_run, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
@@ -24,8 +27,8 @@ from rac_crewai.tool_table import (
 ENGINE_ATTR = "_rac_crewai_engine"
 
 
-def enabled_engine(obj: Crew | Agent) -> RAC | None:
-    """The engine RAC was enabled with on this crew or agent, if any."""
+def enabled_engine(obj: Crew | Agent | Flow[Any]) -> RAC | None:
+    """The engine RAC was enabled with on this crew, agent or Flow, if any."""
     engine = obj.__dict__.get(ENGINE_ATTR)
     return engine if isinstance(engine, RAC) else None
 
@@ -93,8 +96,25 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     return peers
 
 
-def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
+def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
+    """Wrap the tools of ``crew`` for ``engine`` (a crew starting inside an enabled Flow);
+    the RAC view of its tools, for the run it joins."""
+    return rac_tools(_guard_crew(crew, engine))
+
+
+@overload
+def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew: ...
+@overload
+def enable_rac(crew: Flow[Any], rac: RAC | None = None, **config: Any) -> Flow[Any]: ...
+
+
+def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None,
+               **config: Any) -> Crew | Flow[Any]:
     """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
+
+    Given a CrewAI ``Flow``, each kickoff of the Flow is one run and every crew its methods
+    kick off joins it, enabled or not (see :mod:`rac_crewai.flows`): a later crew's failure,
+    or an exception of a method, undoes what the earlier crews did.
 
     ``rac`` is a :class:`rac.RAC` engine, or give its keywords instead (``compensations=...``,
     ``alternatives=...``, ``store=...``). Each ``kickoff``/``akickoff`` (and each input of
@@ -105,6 +125,8 @@ def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
     nothing twice.
     """
     engine = engine_for(rac, config)
+    if isinstance(crew, Flow):
+        return enable_flow(crew, engine)
     _guard_crew(crew, engine)
     if enabled_engine(crew) is engine:
         return crew
@@ -114,17 +136,24 @@ def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
         return crew.name or "crew", rac_tools(_guard_crew(crew, engine))
 
     def copy() -> Crew:
-        return enable_rac(cls.copy(crew), engine)
+        return number_input(enable_rac(cls.copy(crew), engine))
+
+    def run_id() -> str | None:
+        return input_run_id(crew)
 
     object.__setattr__(crew, ENGINE_ATTR, engine)
     def streaming() -> bool:
         return bool(crew.stream)
 
-    object.__setattr__(crew, "kickoff",
-                       in_run(engine, cls.kickoff.__get__(crew), prepare, streaming))
-    object.__setattr__(crew, "akickoff",
-                       in_async_run(engine, cls.akickoff.__get__(crew), prepare, streaming))
+    object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare,
+                                               streaming, run_id=run_id))
+    object.__setattr__(crew, "akickoff", in_async_run(engine, cls.akickoff.__get__(crew),
+                                                      prepare, streaming, run_id=run_id))
     object.__setattr__(crew, "copy", copy)
+    for name in ("kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each"):
+        method = getattr(cls, name, None)
+        if callable(method):
+            object.__setattr__(crew, name, numbering_inputs(method.__get__(crew)))
     return crew
 
 

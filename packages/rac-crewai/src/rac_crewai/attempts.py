@@ -119,7 +119,9 @@ def escalate(run: rac.Run, outcome: rac.CallOutcome) -> str | None:
     back), roll back the rest of the run as a failure outside a guarded task would; the
     rendered report of that second rollback, or None when there was nothing more to do."""
     scope = run.current_scope()
-    if outcome.ok or not is_attempt(run, scope):
+    # Only a call whose failure rolled its attempt back: not a refusal, not a call that found
+    # its scope already rolled back (the call that caused that rollback escalates).
+    if outcome.ok or outcome.report is None or not is_attempt(run, scope):
         return None
     parent = scope.rsplit(".", 1)[0]
     report = run.rollback(reason=f"{outcome.tool} failed", scope=parent)

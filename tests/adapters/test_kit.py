@@ -130,3 +130,31 @@ def test_open_or_join_joins_the_open_run_sync_and_async() -> None:
 
     a, b = asyncio.run(nested())
     assert a is b and a.status is rac.RunStatus.COMPLETED
+
+
+def test_a_batch_call_not_started_when_the_rollback_began_is_refused(world: TravelWorld) -> None:
+    """The calls of one model message are one batch: after a sibling's failure rolled the run
+    back, a call of that batch that had not started is refused and never runs."""
+    from rac.adapters import Batch, supports_batches
+
+    if not supports_batches():  # pragma: no cover - a core without batch=
+        pytest.skip("this core's Run.execute takes no batch=")
+    world.fail("book_car", "permanent", message="no cars")
+    engine = rac.RAC(store="memory://", load_entrypoints=False, tools=world.tools(),
+                     compensations={"book_flight": "cancel_flight", "book_car": "cancel_car",
+                                    "book_hotel": "cancel_hotel"})
+    with engine.run() as run:
+        batch = Batch(run, "message-1")
+
+        def invoke(name: str, args: dict[str, Any]) -> Any:
+            return run.tool(name).invoke(args)  # type: ignore[union-attr]
+
+        assert batch.execute("book_flight", {"passenger": "p", "origin": "A", "dest": "B"},
+                             invoke).ok
+        assert not batch.execute("book_car", {"driver": "p", "city": "B"}, invoke).ok
+        late = batch.execute("book_hotel", {"guest": "p", "city": "B", "nights": 1}, invoke)
+        later = Batch(run, "message-2").execute(
+            "book_hotel", {"guest": "p", "city": "B", "nights": 1}, invoke)
+    assert late.refused and "same model turn" in (late.message or "")
+    assert later.ok  # the replan's message is a batch of its own
+    assert world.calls.get("book_hotel") == 1

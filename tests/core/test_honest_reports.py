@@ -175,6 +175,32 @@ def _crash_then_recover(tmp_path: Path, store_url: str, big: bool,
     return got, (out, shown, token)
 
 
+def test_record_listeners_and_rac_show_never_see_undo_data(make_engine: Any) -> None:
+    from rac.cli.render import record_json
+
+    seen: list[rac.Record] = []
+
+    class Listener:
+        @rac.hookimpl
+        def rac_record_written(self, record: rac.Record) -> None:
+            seen.append(record)
+
+    def book(who: str) -> dict[str, Any]:
+        return {"booking_id": f"BK-{who}", "cancel_token": "tok-SECRET-1"}
+
+    def cancel(booking_id: str, cancel_token: str) -> dict[str, Any]:
+        return {"cancelled": booking_id}
+
+    engine = make_engine(tools=[book, cancel], plugins=[Listener()], read_only=[],
+                         compensations={"book": "cancel"})
+    with engine.run() as run:
+        run.call("book", who="a")
+    stored = engine.store.get_records(run.run_id)[0]
+    assert stored.undo is not None and stored.undo["result"]["cancel_token"] == "tok-SECRET-1"
+    assert seen and all(r.undo is None for r in seen)
+    assert "tok-SECRET-1" not in repr(seen) and "tok-SECRET-1" not in repr(record_json(stored))
+
+
 @pytest.mark.parametrize("big", [False, True])
 @pytest.mark.parametrize("fail_first", [False, True], ids=["recover", "resume"])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

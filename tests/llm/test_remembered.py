@@ -152,3 +152,30 @@ def test_a_rejected_pair_is_never_used(resolver_engine: Make, world: TravelWorld
 def test_rac_pairs_on_an_empty_log(capsys: Any) -> None:
     assert rac_main(["pairs", "--store", "memory://"]) == 0
     assert "no compensation pairs" in capsys.readouterr().out
+
+
+APP = '''
+import rac
+from rac.testing import TravelWorld
+
+world = TravelWorld()
+engine = rac.RAC(compensations={"book_flight": "cancel_flight"}, tools=world.tools(),
+                 store="memory://")
+engine.register_mcp_tools([{"name": "book_hotel",
+                            "_meta": {"rac": {"compensation": "cancel_hotel"}}},
+                           {"name": "cancel_hotel"}], server="travel")
+'''
+
+
+def test_rac_pairs_lists_the_apps_declared_pairs_with_their_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pairs_app.py").write_text(APP)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out = _cli(capsys, "pairs", "--app", "pairs_app:engine", "--store",
+                     f"sqlite:///{tmp_path / 'log.db'}", "--json")
+    assert code == 0
+    assert {(p["tool"], p["compensator"], p["source"], p["status"]) for p in json.loads(out)} == {
+        ("book_flight", "cancel_flight", "code", "declared"),
+        ("book_hotel", "cancel_hotel", "mcp:travel", "declared")}

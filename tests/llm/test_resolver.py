@@ -205,3 +205,57 @@ def test_a_store_without_pairs_remembers_them_in_the_process(
     assert model.left == 0 and len(model.prompts) == 2
     assert sum("rac.pairs_not_durable" in r.getMessage() for r in caplog.records) == 1
     assert_no_live_effects(world)
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    (TimeoutError("read timed out"), "the model raised TimeoutError: read timed out"),
+    ("I would map reference to the booking id.", "not JSON"),
+    (json.dumps({"args": {"reference": "result.booking_id"}, "x": 1})[:-9], "not JSON"),
+])
+def test_a_model_failing_at_rollback_leaves_a_named_dead_letter(
+        resolver_engine: Make, world: TravelWorld, reply: Any, reason: str) -> None:
+    engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR, reply]), policy="auto"))
+    report = _trip_that_fails(engine, world)
+    [failed] = report.compensation_failed
+    assert reason in (failed.error or "")
+    assert [u.tool for u in report.compensated] == ["book_flight"]
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+
+
+def test_a_model_timing_out_at_rollback_is_a_named_dead_letter(
+        resolver_engine: Make, world: TravelWorld, clock: VirtualClock) -> None:
+    model = ScriptedModel([RIGHT_PAIR, Slow(RIGHT_MAPPING, 31.0)], clock=clock)
+    engine = resolver_engine(LLMResolver(model, policy="auto", timeout=30.0))
+    report = _trip_that_fails(engine, world)
+    [failed] = report.compensation_failed
+    assert "answered after 31s, over the timeout of 30s" in (failed.error or "")
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+
+
+async def test_the_resolver_works_in_an_async_run(resolver_engine: Make,
+                                                  world: TravelWorld) -> None:
+    engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING]),
+                                         policy="auto"))
+    async with engine.run() as run:
+        await run.acall("book_hotel", guest="ann", city="Paris", nights=2)
+        report = await run.arollback()
+    assert [u.compensator for u in report.compensated] == ["void_booking"]
+    assert_no_live_effects(world)
+
+
+def test_secrets_in_the_call_never_reach_the_model(resolver_engine: Make,
+                                                   world: TravelWorld) -> None:
+    spa = rac.Tool("book_spa", call=lambda a: world.book_hotel(guest=a["guest"], city="Spa",
+                                                               nights=1),
+                   params=["guest", "api_key"], required=["guest", "api_key"],
+                   description="Book a spa day with the partner's API key.")
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="auto"))
+    engine.register_tools([spa])
+    with engine.run() as run:
+        run.call("book_spa", guest="ann", api_key="sk-live-0123456789abcdef")
+        report = run.rollback()
+    assert [u.compensator for u in report.compensated] == ["void_booking"]
+    assert_no_live_effects(world)
+    assert len(model.prompts) == 2 and '"api_key"' in model.prompts[1]
+    assert not any("sk-live-0123456789abcdef" in p for p in model.prompts)

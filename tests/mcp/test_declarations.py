@@ -35,11 +35,12 @@ def test_the_full_rac_entry_is_read() -> None:
         effect="unsafe", meta={"com.example/other": 1})
     assert meta["com.example/other"] == 1
     found = rac.mcp.declarations_from_mcp([tool(meta=meta), CANCEL, FIND], server="travel")
+    lookup = rac.Lookup(tool="find_bookings", args={"passenger": "args.passenger"},
+                        items="result.bookings", match={"request_key": "key"})
     assert found.compensations["book_flight"] == rac.Compensation(
-        tool="cancel_flight", args={"booking_id": "result.booking_id"})
+        tool="cancel_flight", args={"booking_id": "result.booking_id"}, lookup=lookup)
     t = found.tools["book_flight"]
-    assert t.lookup == rac.mcp.LookupSpec(tool="find_bookings", args={"passenger": "args.passenger"},
-                                          items="result.bookings", match={"request_key": "key"})
+    assert t.lookup == lookup
     assert t.declaration.source == "_meta"
     assert found.effects == {"book_flight": "unsafe"}
 
@@ -79,7 +80,7 @@ def test_a_before_image_lets_compensation_args_refer_to_before() -> None:
                                  before={"tool": "get_seat",
                                          "args": {"booking_id": "args.booking_id"}})
     found = rac.mcp.declarations_from_mcp([tool("set_seat", meta=meta), SEAT])
-    assert found.tools["set_seat"].before == rac.mcp.BeforeSpec(
+    assert found.tools["set_seat"].before == rac.BeforeImage(
         tool="get_seat", args={"booking_id": "args.booking_id"})
 
 

@@ -55,6 +55,34 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
+SEATS: dict[str, str] = {}
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def get_seat(passenger: str) -> dict[str, Any]:
+    """The passenger's seat."""
+    return {"passenger": passenger, "seat": SEATS.get(passenger, "")}
+
+
+@app.tool(meta=rac.mcp.recovery_meta(
+    compensation="set_seat", args={"passenger": "args.passenger", "seat": "before.seat"},
+    before={"tool": "get_seat", "args": {"passenger": "args.passenger"}}))
+def set_seat(passenger: str, seat: str) -> dict[str, Any]:
+    """Move the passenger to another seat (undone by moving back, from the before-image)."""
+    SEATS[passenger] = seat
+    return {"passenger": passenger, "seat": seat}
+
+
+@app.tool(meta=rac.mcp.recovery_meta(irreversible=True))
+def send_email(to: str) -> str:
+    """Send an e-mail (no undo exists)."""
+    SENT.append(to)
+    return "sent"
+
+
+SENT: list[str] = []
+
+
 @app.tool()
 def pay(amount: float) -> dict[str, Any]:
     """Pay (always declined)."""
@@ -65,6 +93,9 @@ def pay(amount: float) -> dict[str, Any]:
 def _fresh_world() -> None:
     LIVE.clear()
     FILES.clear()
+    SENT.clear()
+    SEATS.clear()
+    SEATS["ada"] = "12A"
     FILES["notes.txt"] = "keep me"
 
 
@@ -76,7 +107,7 @@ async def test_pairs_discovered_and_compensation_runs_through_the_server() -> No
         engine.register_tools(rac.mcp.session_tools(client, listed))
         assert engine.registry.pairs["book_flight"].tool == "cancel_flight"
         assert engine.registry.alternatives == {"book_flight": ["book_partner_flight"]}
-        assert found.claims_read_only == ["search", "delete_file"]
+        assert found.claims_read_only == ["search", "delete_file", "get_seat"]
         async with engine.run() as run:
             booked = await run.acall("book_flight", dest="PAR")  # the CallToolResult
             assert booked.structuredContent == {"booking_id": "BK-PAR"}
@@ -128,6 +159,39 @@ async def test_declarations_from_a_session_it_lists_itself() -> None:
         engine = rac.RAC(store="memory://", load_entrypoints=False)
         again = await rac.mcp.register_session_tools(engine, client, server="travel")
     assert found.compensations["book_flight"].tool == "cancel_flight"
-    assert sorted(found.read_only) == ["delete_file", "search"]
+    assert sorted(found.read_only) == ["delete_file", "get_seat", "search"]
     assert engine.registry.pairs["book_partner_flight"].tool == "cancel_flight"
-    assert again.claims_read_only == ["search", "delete_file"]
+    assert again.claims_read_only == ["search", "delete_file", "get_seat"]
+
+
+async def test_an_update_is_undone_from_its_before_image_through_the_server() -> None:
+    async with create_connected_server_and_client_session(app._mcp_server) as client:
+        listed = (await client.list_tools()).tools
+        engine = rac.RAC(store="memory://", load_entrypoints=False)
+        engine.register_mcp_tools(listed, server="travel")
+        engine.register_tools(rac.mcp.session_tools(client, listed))
+        assert engine.registry.pairs["set_seat"].before == rac.BeforeImage(
+            tool="get_seat", args={"passenger": "args.passenger"})
+        async with engine.run() as run:
+            await run.acall("set_seat", passenger="ada", seat="1C")
+            assert SEATS == {"ada": "1C"}
+            with pytest.raises(rac.ToolCallFailed):
+                await run.acall("pay", amount=1.0)
+    assert SEATS == {"ada": "12A"}
+    assert run.status is rac.RunStatus.COMPENSATED
+
+
+async def test_an_irreversible_tool_is_named_never_undone() -> None:
+    async with create_connected_server_and_client_session(app._mcp_server) as client:
+        listed = (await client.list_tools()).tools
+        engine = rac.RAC(store="memory://", load_entrypoints=False)
+        engine.register_mcp_tools(listed, server="travel")
+        engine.register_tools(rac.mcp.session_tools(client, listed))
+        assert engine.registry.irreversible == {"send_email": rac.Irreversible.RUN}
+        async with engine.run() as run:
+            await run.acall("send_email", to="ada@example.com")
+            with pytest.raises(rac.ToolCallFailed) as failed:
+                await run.acall("pay", amount=1.0)
+    assert SENT == ["ada@example.com"]
+    assert run.status is rac.RunStatus.NEEDS_ATTENTION
+    assert "send_email" in str(failed.value) and "world is back" not in str(failed.value)

@@ -70,11 +70,11 @@ async def test_pairs_come_from_the_server_and_compensations_run_through_it(
                          tools, middleware=[RACMiddleware(eng)])
     result = await agent.ainvoke({"messages": [("user", "book my trip")]})
     # Discovered from the tools' metadata, with no registration line.
+    lookup = rac.Lookup(tool="find_flights", args={"passenger": "args.passenger"},
+                        items="result.bookings", match={"place": "args.dest"})
     assert eng.registry.pairs["book_flight"] == rac.Compensation(
-        tool="cancel_flight", args={"booking_id": "result.booking_id"})
-    assert rac.mcp.state_of(eng).tools["book_flight"].lookup == rac.mcp.LookupSpec(
-        tool="find_flights", args={"passenger": "args.passenger"}, items="result.bookings",
-        match={"place": "args.dest"})
+        tool="cancel_flight", args={"booking_id": "result.booking_id"}, lookup=lookup)
+    assert eng.registry.lookups["book_flight"] == lookup
     # The server's own world: both bookings undone by the server's cancel tools.
     assert [(tool, event) for tool, _, event in ledger(world_file)] == [
         ("book_flight", "book"), ("book_hotel", "book"),
@@ -143,3 +143,49 @@ async def test_a_compensation_the_server_reports_failed_is_not_counted_undone(
     live = TravelWorld(str(world_file))
     assert [b["kind"] for b in live.live()] == ["flight"]
     live.close()
+
+
+async def test_a_booking_whose_connection_dropped_is_reconciled_through_the_lookup(
+        world_file: Path) -> None:
+    # The server books the flight, then its process dies: the client sees the connection
+    # close with the request outstanding. RAC looks the booking up (find_flights, declared in
+    # the server's metadata) instead of booking again or reporting it undone.
+    tools = await travel_client(world_file, "book_flight=crash@afterx1",
+                                "book_car=permanent").get_tools()
+    eng = engine()
+    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), turn(TRIP[2]), say("sorry")),
+                         tools, middleware=[RACMiddleware(eng)])
+    result = await agent.ainvoke({"messages": [("user", "book my trip")]})
+    assert [(tool, event) for tool, _, event in ledger(world_file)] == [
+        ("book_flight", "book"), ("book_hotel", "book"),
+        ("cancel_hotel", "cancel"), ("cancel_flight", "cancel")]
+    (report,) = errors(result["messages"])
+    assert "world is back" in str(report.content)
+    assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.COMPENSATED]
+
+
+async def test_a_timed_out_booking_is_reconciled_not_repeated(world_file: Path) -> None:
+    tools = await travel_client(world_file, "book_flight=hang@afterx1", "book_hotel=permanent",
+                                timeout=3).get_tools()
+    eng = engine()
+    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), say("sorry")),
+                         tools, middleware=[RACMiddleware(eng)])
+    await agent.ainvoke({"messages": [("user", "book my trip")]})
+    assert [(tool, event) for tool, _, event in ledger(world_file)] == [
+        ("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.COMPENSATED]
+
+
+async def test_a_timed_out_compensation_of_a_trusted_idempotent_tool_is_retried(
+        world_file: Path) -> None:
+    tools = await travel_client(world_file, "book_hotel=permanent", "cancel_flight=hangx1",
+                                timeout=3).get_tools()
+    eng = rac.RAC(store="memory://", load_entrypoints=False, clock=rac.testing.VirtualClock(),
+                  compensation_retry=rac.RetryPolicy(max_attempts=3, initial_delay=0, jitter=0))
+    eng.register_mcp_tools(tools, server="travel", trusted=True)
+    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), say("sorry")),
+                         tools, middleware=[RACMiddleware(eng)])
+    await agent.ainvoke({"messages": [("user", "book my trip")]})
+    assert [(tool, event) for tool, _, event in ledger(world_file)] == [
+        ("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.COMPENSATED]

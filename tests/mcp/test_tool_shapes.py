@@ -99,10 +99,12 @@ def test_every_shape_gives_the_same_declarations(shape: str, trusted: bool) -> N
     if trusted:
         assert engine.registry.read_only == {"search"}
         assert found.effects == {"search": "read_only", "cancel_flight": "idempotent"}
+        assert engine.registry.effects == {"cancel_flight": rac.Effect.IDEMPOTENT}
     else:  # hints that would make RAC less careful are not taken from an untrusted server
         assert engine.registry.read_only == set()
         assert found.claims_read_only == ["search"]
         assert found.effects == {}
+        assert engine.registry.effects == {}
 
 
 def test_langchain_tools_with_a_server_prefix_are_registered_under_their_names() -> None:

@@ -26,6 +26,7 @@ def trip_agent(kernel: Kernel, script: Sequence[Step], name: str = "planner"
                ) -> tuple[ChatCompletionAgent, ScriptedChatCompletion]:
     service = ScriptedChatCompletion(script)
     agent = ChatCompletionAgent(service=service, kernel=kernel, name=name,
+                                description=f"The {name} agent: books travel.",
                                 instructions="Book what the user asks for.",
                                 function_choice_behavior=FunctionChoiceBehavior.Auto())
     return agent, service

@@ -48,3 +48,28 @@ async def test_mcp_pairs_from_metadata_and_compensation_through_the_server(
         ("travel-book_hotel", RecordKind.ACTION), ("air-cancel-flight", RecordKind.COMPENSATION)]
     assert records[1].result["booking_id"].startswith("FL-")
     world.close()
+
+
+async def test_an_mcp_error_result_is_a_failure_not_a_success(
+        tmp_path: Path, make_engine: Callable[..., rac.RAC]) -> None:
+    db = str(tmp_path / "world.db")
+    world = TravelWorld(db)
+    engine = make_engine(tools=None)
+    async with MCPStdioPlugin(name="air", command=sys.executable,
+                              args=["-m", "rac_semantic_kernel.mcp_travel_server", db]) as air:
+        kernel = Kernel()
+        kernel.add_plugin(air)
+        flight = Call("air", "book-flight", {"passenger": "ann", "origin": "SFO", "dest": "CDG"})
+        car = Call("air", "book-car", {"driver": "ann", "city": "Atlantis"})
+        agent, model = trip_agent(kernel, [[flight], [car], "No car."])
+        enable_rac(agent, rac=engine)
+
+        await agent.get_response(messages="Flight and a car in Atlantis.")
+
+    report = model.tool_results(-1)[-1]
+    assert report.startswith("RAC: air-book-car failed") and "no cars in Atlantis" in report
+    assert [(b["kind"], b["status"]) for b in world.bookings()] == [("flight", "cancelled")]
+    (info,) = engine.store.list_runs()
+    car_record = [r for r in engine.store.get_records(info.run_id) if r.tool == "air-book-car"]
+    assert car_record[0].status is rac.RecordStatus.FAILED
+    world.close()

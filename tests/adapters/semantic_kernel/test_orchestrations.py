@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from semantic_kernel.agents import (
+    GroupChatOrchestration,
     HandoffOrchestration,
     OrchestrationHandoffs,
+    RoundRobinGroupChatManager,
     SequentialOrchestration,
 )
 from semantic_kernel.agents.runtime import InProcessRuntime
@@ -85,3 +87,31 @@ async def test_handoff_orchestration_passes_handoffs_through_and_is_one_transact
     assert not any("Handoff" in r.tool or "transfer" in r.tool
                    for r in engine.store.get_records(run.run_id))
     assert len(flights_model.received) == 2
+
+
+async def test_group_chat_orchestration_is_one_transaction(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    engine = make_engine()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    flights, _ = trip_agent(travel_kernel(world), [[FLIGHT], "Flight booked."], name="flights")
+    hotels, hotel_model = trip_agent(travel_kernel(world), [[HOTEL], "No hotel; all undone."],
+                                     name="hotels")
+    for agent in (flights, hotels):
+        enable_rac(agent, rac=engine)
+    orchestration = GroupChatOrchestration(members=[flights, hotels],
+                                           manager=RoundRobinGroupChatManager(max_rounds=2))
+
+    async with engine.run(agent_id="trip") as run:
+        runtime = InProcessRuntime()
+        runtime.start()
+        try:
+            result = await orchestration.invoke(task="Paris trip", runtime=runtime)
+            await result.get(timeout=60)
+        finally:
+            await runtime.stop_when_idle()
+
+    assert world.live() == []
+    assert "Undone, newest first: travel-book_flight" in hotel_model.tool_results(-1)[-1]
+    actions = [(r.tool, r.agent_id) for r in engine.store.get_records(run.run_id)
+               if r.kind is RecordKind.ACTION]
+    assert actions == [("travel-book_flight", "flights"), ("travel-book_hotel", "hotels")]

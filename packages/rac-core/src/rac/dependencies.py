@@ -197,6 +197,10 @@ class DependencyIndex:
         """Seqs of the calls whose ids appear in ``args``; the values of ``args`` are
         remembered as inputs of the run (no later call produces them)."""
         values = argument_values(args)
+        if not self._producers:  # nothing produced yet: nothing to depend on
+            if len(self._inputs) < 100_000:
+                self._inputs.update(values)
+            return []
         found = {seq for v in values if v in self._producers
                  for seq in [self._producer(v)] if seq is not None}
         if len(self._inputs) < 100_000:

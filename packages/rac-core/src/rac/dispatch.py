@@ -55,6 +55,14 @@ class Hooks:
             impls[name] = [(i.plugin_name, i.function, tuple(i.argnames))
                            for i in reversed(found)]
         self._impls = impls
+        #: True while the call path's hooks are answered by the default plugins alone (no
+        #: normalizer, the registry resolves compensations, structured result errors, no
+        #: record listener): :mod:`rac.run.fast` may then decide what they would.
+        self.defaults_only = (
+            not impls.get("rac_normalize_result")
+            and impls.get("rac_record_written") == []
+            and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
+            and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
 
     def listened(self, name: str) -> bool:
         """True if any plugin implements the notification hook ``name`` (RAC skips building
@@ -102,6 +110,10 @@ class Hooks:
         except Exception as e:  # noqa: BLE001 - see the module docstring
             _failed("(a hook wrapper chain)", name, e)
             return None
+
+
+def _only(impls: list[_Impl] | None, plugin: str) -> bool:
+    return impls is not None and len(impls) == 1 and impls[0][0] == plugin
 
 
 def _failed(plugin: str, hook: str, error: Exception) -> None:

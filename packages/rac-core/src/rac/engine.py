@@ -140,6 +140,9 @@ class RAC:
             self.registry.set_produces(tool, fields)
         #: The parameter through which keyed tools take RAC's idempotency key.
         self.key_param = key_param
+        #: Whether the plainest blocking calls take the shortcut of :mod:`rac.run.fast`
+        #: (``RAC_FAST_PATH=0`` turns it off; both paths write the same log).
+        self.fast_path = os.environ.get("RAC_FAST_PATH", "1") != "0"
         #: State adapters keep per engine (keyed by the adapter's package name).
         self.extensions: dict[str, Any] = {}
         self._adapted: dict[tuple[Any, str | None], Tool] = {}

@@ -98,7 +98,9 @@ class Record:
                       dict(self.undo) if self.undo is not None else None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-safe dict (enums as their values)."""
+        """The record as a JSON-safe dict (enums as their values), ``undo`` included: this is
+        what stores write. Never display or emit it as is (``rac show`` uses
+        :func:`rac.cli.render.record_json`, which leaves the undo data out)."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["kind"] = str(self.kind)
         d["status"] = str(self.status)

@@ -87,6 +87,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if earlier is not None:
+            self._step_done(run, explicit)
             return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
@@ -122,6 +123,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if earlier is not None:
+            self._step_done(run, explicit)
             return earlier
 
         def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
@@ -287,7 +289,13 @@ def _reply(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolResult:
     """What ToolNode gets for a call RAC ran: the tool's own result, or the recovery report."""
     if outcome.ok:
         result = outcome.result
-        return result.command if isinstance(result, CommandAnswer) else result  # type: ignore[no-any-return]
+        if isinstance(result, CommandAnswer):
+            return result.command
+        if isinstance(result, ToolMessage | Command):
+            return result
+        # Not the tool's own answer: the effect RAC found by reconciling a call that may have
+        # happened (its lookup's item), told to the model as the tool's result.
+        return _as_message(request, request.tool_call["name"], result)
     call = request.tool_call
     return ToolMessage(content=failure_text(outcome), tool_call_id=call["id"],
                        name=call["name"], status="error")

@@ -1,7 +1,8 @@
 """A stdio MCP server over a travel world stored in a SQLite file, for tests and examples.
 
 ``python -m rac_semantic_kernel.mcp_travel_server WORLD.db`` serves ``book-flight`` (whose
-``_meta`` declares its compensation, ``cancel-flight``, as RAC reads it), ``cancel-flight`` and
+``_meta`` declares its compensation, ``cancel-flight``, as RAC reads it), ``cancel-flight``,
+``book-car`` (fails for the city ``Atlantis``: an ``isError`` result) and ``cancel-car``, and
 ``search_flights`` (read-only by its annotations, which RAC believes only of a trusted server). Open ``rac.testing.TravelWorld(WORLD.db)`` in
 the client to see what the server booked.
 """
@@ -32,6 +33,21 @@ def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
 def cancel_flight(booking_id: str) -> dict[str, Any]:
     """Cancel a flight booking."""
     return world.cancel_flight(booking_id)
+
+
+@app.tool(name="book-car", annotations=ToolAnnotations(readOnlyHint=False),
+          meta={"rac": {"compensation": "cancel-car"}})
+def book_car(driver: str, city: str) -> dict[str, Any]:
+    """Book a car; there are never cars in Atlantis (the tool then fails)."""
+    if city == "Atlantis":
+        raise ValueError("no cars in Atlantis")
+    return world.book_car(driver, city)
+
+
+@app.tool(name="cancel-car", annotations=ToolAnnotations(destructiveHint=True))
+def cancel_car(booking_id: str) -> dict[str, Any]:
+    """Cancel a car booking."""
+    return world.cancel_car(booking_id)
 
 
 @app.tool(name="search_flights", annotations=ToolAnnotations(readOnlyHint=True))

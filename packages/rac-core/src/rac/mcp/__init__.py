@@ -25,8 +25,6 @@ from rac.mcp.declarations import (
     META_KEY,
     REFERENCE_ANNOTATION,
     SEP_3172_ANNOTATION,
-    BeforeSpec,
-    LookupSpec,
     ToolDeclaration,
 )
 from rac.mcp.errors import MCPErrors, call_tool_result_value, classify_mcp_error, structured_value
@@ -55,8 +53,6 @@ __all__ = [
     "META_KEY",
     "REFERENCE_ANNOTATION",
     "SEP_3172_ANNOTATION",
-    "BeforeSpec",
-    "LookupSpec",
     "MCPDeclarations",
     "MCPErrors",
     "MCPTool",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rac.errors import ConfigurationError
+from rac.registry import BeforeImage, Lookup
 
 #: The ``_meta`` key under which a tool declares how RAC recovers it.
 META_KEY = "io.github.rac-agents/recovery"
@@ -49,35 +50,10 @@ _LOOKUP_ROOTS = ("args", "key")
 
 
 @dataclass(frozen=True)
-class LookupSpec:
-    """How to find out whether a call took effect (reconciliation), in MCP names.
-
-    ``tool`` is a read tool called with ``args`` (parameter -> ``"args.x"`` or ``"key"``, the
-    call's idempotency key). ``items`` is the path of the candidate effects in its result
-    (``"result.bookings"``; None: the result itself, a list or one object); an item is the
-    call's effect when each field of ``match`` equals the value its path gives (``"args.x"``,
-    ``"key"``). The same shape as :class:`rac.Lookup`.
-    """
-
-    tool: str
-    args: Mapping[str, str] = field(default_factory=dict)
-    items: str | None = None
-    match: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BeforeSpec:
-    """A read tool called right before the action (its before-image), in MCP names; ``args``
-    maps its parameters from the action's arguments (``"args.x"``)."""
-
-    tool: str
-    args: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class ToolDeclaration:
     """What one MCP tool declares about its recovery, in the server's names, not yet judged
-    for trust (see :mod:`rac.mcp.trust`).
+    for trust (see :mod:`rac.mcp.trust`). ``lookup`` and ``before`` are :class:`rac.Lookup`
+    and :class:`rac.BeforeImage` (the tools they name are the server's).
 
     ``source`` names where the compensation came from: ``"_meta"`` (:data:`META_KEY`),
     ``"_meta.rac"``, ``"SEP-3172"`` or ``"x-compensation-pair"``.
@@ -86,8 +62,8 @@ class ToolDeclaration:
     tool: str
     compensator: str | None = None
     args: Mapping[str, str] | None = None
-    lookup: LookupSpec | None = None
-    before: BeforeSpec | None = None
+    lookup: Lookup | None = None
+    before: BeforeImage | None = None
     effect: str | None = None
     irreversible: bool = False
     alternatives: tuple[str, ...] = ()
@@ -164,11 +140,17 @@ def _ours(entry: Any, where: _Where) -> dict[str, Any]:
     out: dict[str, Any] = {}
     before = entry.get("before")
     if before is not None:
-        if not isinstance(before, Mapping) or set(before) - {"tool", "args"}:
-            raise where.error("before", "must be an object with 'tool' and 'args'")
-        out["before"] = BeforeSpec(tool=_tool_name(before.get("tool"), where, "before.tool"),
-                                   args=_paths(before.get("args"), ("args",), where,
-                                               "before.args"))
+        if not isinstance(before, Mapping) or set(before) - {"tool", "args", "on_failure"}:
+            raise where.error("before", "must be an object with 'tool', 'args' and "
+                                        "'on_failure'")
+        on_failure = before.get("on_failure", "refuse")
+        if on_failure not in ("refuse", "run"):
+            raise where.error("before.on_failure", f"must be 'refuse' or 'run', got "
+                                                   f"{on_failure!r}")
+        out["before"] = BeforeImage(tool=_tool_name(before.get("tool"), where, "before.tool"),
+                                    args=_paths(before.get("args"), _LOOKUP_ROOTS, where,
+                                                "before.args"),
+                                    on_failure=on_failure)
     comp = entry.get("compensation")
     if comp is not None:
         roots = (*_COMP_ROOTS, "before") if "before" in out else _COMP_ROOTS
@@ -191,7 +173,7 @@ def _ours(entry: Any, where: _Where) -> dict[str, Any]:
             raise where.error("lookup", "must be an object with 'tool', 'args', 'items' and "
                                         "'match'")
         items = lookup.get("items")
-        out["lookup"] = LookupSpec(
+        out["lookup"] = Lookup(
             tool=_tool_name(lookup.get("tool"), where, "lookup.tool"),
             args=_paths(lookup.get("args"), _LOOKUP_ROOTS, where, "lookup.args"),
             items=None if items is None else _path(items, ("result",), where, "lookup.items"),

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from rac.errors import ConfigurationError
 from rac.events import emit
 from rac.mcp import declarations as _decl
-from rac.mcp.declarations import BeforeSpec, LookupSpec, ToolDeclaration
+from rac.mcp.declarations import ToolDeclaration
 from rac.mcp.errors import PLUGIN_NAME, MCPErrors
 from rac.mcp.names import NameMap
 from rac.mcp.reading import MCPToolView, is_langchain_tool, read_tool
 from rac.mcp.trust import TrustVerdict, judge
-from rac.registry import Compensation
+from rac.registry import BeforeImage, Compensation, Irreversible, Lookup
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -43,8 +43,8 @@ class MCPTool:
     declaration: ToolDeclaration
     verdict: TrustVerdict
     compensation: Compensation | None = None
-    lookup: LookupSpec | None = None
-    before: BeforeSpec | None = None
+    lookup: Lookup | None = None
+    before: BeforeImage | None = None
     alternatives: tuple[str, ...] = ()
 
 
@@ -96,17 +96,16 @@ class _ListedNames(NameMap):
         return hit if hit is not None else self._fallback.framework_name(mcp_name)
 
 
-def _map_lookup(spec: LookupSpec | None, names: NameMap) -> LookupSpec | None:
+def _map_lookup(spec: Lookup | None, names: NameMap) -> Lookup | None:
     if spec is None:
         return None
-    return LookupSpec(tool=names.framework_name(spec.tool), args=dict(spec.args),
-                      items=spec.items, match=dict(spec.match))
+    return spec.model_copy(update={"tool": names.framework_name(spec.tool)})
 
 
-def _map_before(spec: BeforeSpec | None, names: NameMap) -> BeforeSpec | None:
+def _map_before(spec: BeforeImage | None, names: NameMap) -> BeforeImage | None:
     if spec is None:
         return None
-    return BeforeSpec(tool=names.framework_name(spec.tool), args=dict(spec.args))
+    return spec.model_copy(update={"tool": names.framework_name(spec.tool)})
 
 
 def declarations_from_mcp(tools: Iterable[Any], *, server: str | None = None,
@@ -136,15 +135,16 @@ def declarations_from_mcp(tools: Iterable[Any], *, server: str | None = None,
     out = MCPDeclarations(server=server, trusted=trusted)
     for view, decl in zip(views, parsed, strict=True):
         verdict = judge(decl, trusted=trusted)
+        lookup, before = _map_lookup(decl.lookup, names), _map_before(decl.before, names)
         comp = None
         if decl.compensator is not None:
             comp = Compensation(tool=names.framework_name(decl.compensator),
-                                args=dict(decl.args) if decl.args is not None else None)
+                                args=dict(decl.args) if decl.args is not None else None,
+                                lookup=lookup, before=before)
         alts = tuple(names.framework_name(a) for a in decl.alternatives)
         out.tools[view.framework_name] = MCPTool(
             name=view.framework_name, mcp_name=view.name, server=server, trusted=trusted,
-            declaration=decl, verdict=verdict, compensation=comp,
-            lookup=_map_lookup(decl.lookup, names), before=_map_before(decl.before, names),
+            declaration=decl, verdict=verdict, compensation=comp, lookup=lookup, before=before,
             alternatives=alts)
         if comp is not None:
             out.compensations[view.framework_name] = comp
@@ -179,16 +179,6 @@ def install_error_plugin(engine: RAC) -> None:
         engine.register_plugin(MCPErrors(), name=PLUGIN_NAME)
 
 
-def _needs_core_support(tool: MCPTool) -> list[str]:
-    """The parts of a declaration this engine's registry cannot hold yet."""
-    missing = []
-    comp = tool.compensation
-    if comp is not None and (comp.tool == tool.name or isinstance(comp.args, Mapping) and any(
-            p.split(".")[0] == "before" for p in comp.args.values())):
-        missing.append("before")
-    return missing
-
-
 def apply(engine: RAC, found: MCPDeclarations, *, replace_code: bool = False) -> None:
     """Register ``found`` on ``engine``. A tool the engine already has a code declaration for
     keeps it (MCP metadata never overrides code); a tool MCP declared before is updated."""
@@ -202,20 +192,18 @@ def apply(engine: RAC, found: MCPDeclarations, *, replace_code: bool = False) ->
             emit("rac.mcp.kept_code_declaration", tool=name, server=found.server)
             continue
         state.tools[name] = tool
-        missing = _needs_core_support(tool)
-        if tool.compensation is not None and not missing:
-            if name in registry.read_only:
-                registry.read_only.discard(name)
+        if tool.compensation is not None:
             registry.add(name, tool.compensation)
-        elif missing:
-            emit("rac.mcp.declaration_not_applied", level="warning", tool=name,
-                 server=found.server, fields=missing,
-                 reason="this RAC version cannot apply a compensation that uses a "
-                        "before-image; the tool is treated as having no compensation")
+        elif tool.lookup is not None:  # reconciled, though not undoable
+            registry.add_lookup(name, tool.lookup)
         if tool.alternatives:
             registry.add_alternatives(name, tool.alternatives)
         if tool.verdict.read_only and name not in registry.pairs:
             registry.add_read_only(name)
+        elif tool.verdict.effect not in (None, "read_only"):
+            registry.set_effect(name, tool.verdict.effect)
+        if tool.declaration.irreversible and name not in registry.irreversible:
+            registry.set_irreversible(name, Irreversible.RUN)
         if tool.verdict.claims_read_only:
             emit("rac.mcp.untrusted_read_only", level="warning", tool=name,
                  server=found.server, status="protected",

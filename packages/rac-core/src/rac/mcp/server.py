@@ -17,23 +17,23 @@ client needs the undo. Importing :mod:`rac.mcp` costs the server nothing beyond 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
 from typing import Any
 
-from rac.mcp.declarations import META_KEY, BeforeSpec, LookupSpec, parse
+from rac.mcp.declarations import META_KEY, parse
+from rac.registry import BeforeImage, Lookup
 
 
-def _plain(spec: Mapping[str, Any] | LookupSpec | BeforeSpec | None) -> Any:
+def _plain(spec: Mapping[str, Any] | Lookup | BeforeImage | None) -> Any:
     if spec is None:
         return None
-    if isinstance(spec, LookupSpec | BeforeSpec):
-        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in asdict(spec).items()}
+    if isinstance(spec, Lookup | BeforeImage):
+        spec = spec.model_dump(exclude_defaults=True)
     return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in spec.items()}
 
 
 def recovery_meta(*, compensation: str | None = None, args: Mapping[str, str] | None = None,
-                  lookup: Mapping[str, Any] | LookupSpec | None = None,
-                  before: Mapping[str, Any] | BeforeSpec | None = None,
+                  lookup: Mapping[str, Any] | Lookup | None = None,
+                  before: Mapping[str, Any] | BeforeImage | None = None,
                   effect: str | None = None, irreversible: bool | None = None,
                   alternatives: Iterable[str] | None = None,
                   meta: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -115,7 +115,8 @@ class LLMResolver:
     @hookimpl
     def rac_map_compensation_args(
             self, engine: RAC, record: Record, compensation: Compensation, tool: Tool | None,
-            args: dict[str, Any], result: Any, idempotency_key: str) -> dict[str, Any] | None:
+            args: dict[str, Any], result: Any, idempotency_key: str,
+            before: Any = None) -> dict[str, Any] | None:
         if tool is None:
             return None  # RAC says the compensator is not available
         try:
@@ -126,7 +127,7 @@ class LLMResolver:
         try:
             return map_arguments(compensation, tool=record.tool, args=args, result=result,
                                  params=tool.params, required=tool.required,
-                                 idempotency_key=idempotency_key)
+                                 idempotency_key=idempotency_key, before=before)
         except CompensationMappingError as own:
             if compensation.args is not None:
                 raise  # a declared (or stored) mapping is the authority: never overridden
@@ -261,7 +262,9 @@ class LLMResolver:
         for pair in declared_pairs(engine):
             known = find_pair(book, pair.key)
             if known is None or (known.source != LLM and (known.args, known.source) != (pair.args, pair.source)):
-                save_pair(book, pair)  # never over a model's mapping for the declared pair
+                if save_pair(book, pair):  # never over a model's mapping for the declared pair
+                    emit("rac.pair_declared", tool=pair.tool, compensator=pair.compensator,
+                         key=pair.key, source=pair.source, status=pair.status)
         return state
 
     # -- the mapping ----------------------------------------------------------------------------
@@ -324,17 +327,20 @@ class LLMResolver:
 
 def declared_pairs(engine: RAC) -> list[PairRecord]:
     """The pairs ``engine`` declares (in code or from MCP metadata) as pair records with
-    status ``declared``; the source is ``code``, or ``mcp:<server>`` when the registry
-    records the server a pair came from."""
+    status ``declared``; the source is ``code``, or ``mcp:<server>`` for a pair an MCP
+    server's metadata declared (``mcp`` when the server was registered without a name)."""
     registry = engine.registry
-    sources: Mapping[str, str] = getattr(registry, "sources", None) or {}
+    # what MCP registered on this engine (rac.mcp keeps each tool's server there)
+    from_mcp = getattr(engine.extensions.get("rac.mcp"), "tools", None) or {}
     tools = _tools_of(engine)
     now = engine.clock.now()
     out = []
     for tool, comp in registry.pairs.items():
         digest = tools_hash(tool, tools.get(tool), comp.tool, tools.get(comp.tool))
         args = dict(comp.args) if isinstance(comp.args, Mapping) else {}
-        source = sources.get(tool, "code")
+        mcp_tool = from_mcp.get(tool)
+        server = getattr(mcp_tool, "server", None)
+        source = "code" if mcp_tool is None else f"mcp:{server}" if server else "mcp"
         out.append(PairRecord(key=pair_key(tool, comp.tool, digest), tool=tool,
                               compensator=comp.tool, args=args, source=str(source),
                               status=DECLARED, schema_hash=digest,

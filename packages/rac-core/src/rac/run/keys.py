@@ -11,7 +11,6 @@ import random
 #: must not repeat its parent's ids).
 _IDS = random.Random(os.urandom(16))
 os.register_at_fork(after_in_child=lambda: _IDS.seed(os.urandom(16)))
-_HEX = frozenset("0123456789abcdef")
 
 
 def new_run_id() -> str:
@@ -24,8 +23,14 @@ def key_prefix(run_id: str) -> str:
     """15 hex digits that stand for the run in its idempotency keys: a generated run id's own
     random digits, else a hash of the id."""
     digits = run_id[4:]
-    if len(run_id) == 19 and run_id.startswith("run-") and all(c in _HEX for c in digits):
-        return digits
+    if len(run_id) == 19 and run_id.startswith("run-") and digits.isalnum() \
+            and digits == digits.lower():
+        try:
+            int(digits, 16)
+        except ValueError:
+            pass
+        else:
+            return digits
     return hashlib.blake2b(run_id.encode(), digest_size=8).hexdigest()[:15]
 
 

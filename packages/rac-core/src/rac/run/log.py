@@ -95,7 +95,9 @@ class RunLog:
                        agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         hooks = self.engine.hooks
         if hooks.listened("rac_record_written"):
-            hooks.notify("rac_record_written", record=rec.copy(),
+            shown = rec.copy()
+            shown.undo = None  # undo data is never handed out: it may hold secrets
+            hooks.notify("rac_record_written", record=shown,
                          previous=str(previous) if previous is not None else None)
 
     # -- events --------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ from rac.errors import ConfigurationError, ToolCallFailed
 from rac.lifecycle import in_scope, may_be_live
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
+from rac.run.calls import call_flow
 from rac.run.context import CURRENT_RUN, CURRENT_SCOPE, Scope, current_scope_of
+from rac.run.fast import execute_fast
 from rac.run.keys import new_run_id
 from rac.run.log import RunLog
 from rac.run.outcome import CallOutcome, unwrap
@@ -241,19 +243,21 @@ class Run:
         call, a call of the batch that has not started is refused, and one still running is
         undone when it returns.
         """
-        from rac.run.calls import call_flow
-
         self.start()
+        scope = self.current_scope()
+        if batch is None and self.engine.fast_path:
+            done = execute_fast(self, name, args, invoke, agent_id=agent_id,
+                                depends_on=depends_on, scope=scope)
+            if done is not None:
+                return done
         flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
-                         batch=batch, scope=self.current_scope(), invoke=invoke, ainvoke=None)
+                         batch=batch, scope=scope, invoke=invoke, ainvoke=None)
         return drive_sync(flow, self.engine.clock, self.engine.passthrough)
 
     async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
                        agent_id: str | None = None, depends_on: Iterable[int] = (),
                        batch: Any = None) -> CallOutcome:
         """Run one tool call under RAC without blocking the event loop (the adapter API)."""
-        from rac.run.calls import call_flow
-
         self.start()
 
         def unused(tool: str, a: dict[str, Any]) -> Any:  # pragma: no cover - async only

@@ -1,0 +1,116 @@
+"""The blocking call path's shortcut for the plainest successful call, next to its general
+twin (:func:`rac.run.calls.call_flow`).
+
+It applies when nothing but RAC's default plugins answers the call path's hooks
+(:attr:`rac.dispatch.Hooks.defaults_only`), the run is simply running, no rollback is under
+way, the tool is declared with a compensation that needs no before-image and is not
+irreversible, info events go nowhere, and the arguments and the result are plain flat dicts
+(their stored copies are exact: no undo data). It then writes what the general path would
+write: the same intent record, the same completed record. Anything else at any point (an
+exception, a result that reports a failure, a rolled-back scope, a value that needs
+redaction) goes on in the general flow from where it stands.
+
+Why it exists: ``python -m benchmarks.suites.core_path`` (issue 12's budget: RAC's call at most
+0.8x the reference implementation's core path) measures the general flow at about 2.6x the
+reference and this path within the budget (see ``docs/performance.md``). ``RAC_FAST_PATH=0``
+(or ``engine.fast_path = False``) turns it off; ``tests/core/test_fast_path.py`` checks that
+both paths write the same records and runs the core and reliability suites with it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from rac.classify import default_detect_result_error
+from rac.effects import drive_sync
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
+from rac.registry import Effect
+from rac.run.attempts import Attempt, classify, read_result
+from rac.run.calls import Begun, call_flow, complete
+from rac.run.keys import idempotency_key
+from rac.run.outcome import CallOutcome
+from rac.run.values import needed_fields
+from rac.serialize import plain_copy
+
+if TYPE_CHECKING:
+    from rac.run.run import Invoker, Run
+
+_ACTION, _PENDING, _COMPLETED = RecordKind.ACTION, RecordStatus.PENDING, RecordStatus.COMPLETED
+
+
+def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
+                 agent_id: str | None, depends_on: Iterable[int],
+                 scope: str) -> CallOutcome | None:
+    """The plainest successful call, or None when the call is not of that kind (nothing was
+    written: the caller takes the general path)."""
+    engine = run.engine
+    registry = engine.registry
+    comp = registry.pairs.get(name)
+    if (not engine.hooks.defaults_only or comp is None or comp.before is not None
+            or name in registry.irreversible
+            or name in registry.effects or run.log.info or run.log.status is not
+            RunStatus.RUNNING or run.active_rollbacks or run.doomed):
+        return None
+    stored_args = plain_copy(args)
+    t = run.tool(name)
+    if stored_args is None or t is None or (t.params is not None
+                                             and engine.key_param in t.params):
+        return None
+    deps = list(depends_on) if depends_on else []
+    with run.lock:
+        if run.active_rollbacks or run.log.status is not RunStatus.RUNNING:
+            return None
+        seq = run.next_seq()
+        now = engine.clock.now()
+        inferred = run.deps.dependencies(args)
+        rec = Record(run.run_id, seq, name, _ACTION, _PENDING, agent_id or run.agent_id, scope,
+                     stored_args, None, None, 1, idempotency_key(run.run_id, seq, "action"),
+                     sorted(set(inferred).union(deps)) if deps else inferred, None, None, True,
+                     False, None, now, now, str(Effect.UNSAFE), None)
+        engine.store.append(rec)  # RunLog.append minus its announcement: nobody listens
+        run.log.records[seq] = rec
+        run.in_flight.add(seq)
+    try:
+        raw = invoke(name, args)
+    except engine.passthrough as e:
+        run.interrupted(rec, e)
+        raise
+    except Exception as e:  # noqa: BLE001 - a failure is data for the flow
+        return _general(run, name, args, invoke, rec, deps, scope, agent_id,
+                        Attempt(False, None, None, e, classify(engine, name, e)))
+    except BaseException as e:
+        run.interrupted(rec, e)
+        raise
+    stored = plain_copy(raw)
+    if stored is None or default_detect_result_error(raw) is not None \
+            or not engine.hooks.defaults_only:  # (a plugin may have come meanwhile)
+        return _general(run, name, args, invoke, rec, deps, scope, agent_id,
+                        read_result(engine, name, raw))
+    with run.lock:
+        if seq in run.doomed:
+            return _general(run, name, args, invoke, rec, deps, scope, agent_id,
+                            Attempt(True, raw, raw))
+        run.in_flight.discard(seq)
+        now = engine.clock.now()
+        engine.store.update_record(run.run_id, seq, status=_COMPLETED, attempts=1,
+                                   result=stored, updated_at=now)
+        rec.status, rec.result, rec.updated_at = _COMPLETED, stored, now
+        run.deps.add_result(seq, raw, args, fields=registry.produces.get(name))
+    return CallOutcome(True, name, seq, result=raw, value=raw)
+
+
+def _general(run: Run, name: str, args: dict[str, Any], invoke: Invoker, rec: Record,
+             deps: list[int], scope: str, agent_id: str | None, got: Attempt) -> CallOutcome:
+    """Go on in the general flow with the intent written and the first attempt made."""
+    engine = run.engine
+    comp = engine.registry.pairs[name]
+    comp_tool = run.tool(comp.tool)
+    with run.lock:  # the fields its undo may read, as plan_intent would have noted them
+        run.needs[rec.seq] = needed_fields(comp, comp_tool.params if comp_tool else None)
+    if got.ok:
+        return drive_sync(complete(run, rec, args, got), engine.clock, engine.passthrough)
+    return drive_sync(call_flow(run, name, args, agent_id=agent_id, depends_on=deps,
+                                batch=None, scope=scope, invoke=invoke, ainvoke=None,
+                                resume=(Begun(rec, args), got)),
+                      engine.clock, engine.passthrough)

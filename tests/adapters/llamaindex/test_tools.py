@@ -12,7 +12,8 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
-from rac.models import RunStatus
+from rac.errors import PermanentError
+from rac.models import RecordStatus, RunStatus
 from rac.testing import TravelWorld
 from rac_llamaindex import enable_rac, rac_run_of
 from rac_llamaindex.testing import ScriptedModel
@@ -147,6 +148,41 @@ async def test_parallel_calls_one_failing_undo_the_siblings_even_one_still_runni
     assert run is not None and run.status is RunStatus.COMPENSATED
     assert sorted(t for t, _, s in records_of(run) if s == "compensated") == [
         "book_flight", "book_hotel"]
+
+
+async def test_a_sibling_starting_after_the_rollback_began_is_refused_never_run() -> None:
+    world = TravelWorld()
+
+    async def book_car(driver: str, city: str) -> dict[str, Any]:
+        """Book a car (the desk is closed: fails at once, before the hotel's call starts)."""
+        raise PermanentError("no cars left")
+
+    async def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
+        """Book a hotel."""
+        return world.book_hotel(guest, city, nights)
+
+    model = ScriptedModel([[("book_flight", PAR_FLIGHT)],
+                           [("book_car", PAR_CAR), ("book_hotel", PAR_HOTEL)],
+                           [("book_hotel", PAR_HOTEL)], "Hotel booked, no car"])
+    agent = enable_rac(FunctionAgent(name="travel", llm=model.function_calling_llm(), tools=[
+        *world_tools(world, ("book_flight", "cancel_flight", "cancel_hotel", "cancel_car")),
+        FunctionTool.from_defaults(async_fn=book_car),
+        FunctionTool.from_defaults(async_fn=book_hotel)]), engine())
+
+    handler = agent.run(user_msg="trip")
+    await handler
+
+    # The hotel was asked for in the car's turn: refused once the car's rollback began. Asked
+    # for again in the next turn, it is booked.
+    told = sorted(model.inputs[2].tool_results()[-2:])
+    assert told[0].startswith("RAC: book_car failed (permanent: no cars left)")
+    assert told[1].startswith("not run: book_hotel was asked for in the same model turn")
+    assert world.calls.get("book_hotel") == 1
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    run = rac_run_of(handler)
+    assert run is not None
+    hotels = [r.status for r in run.records() if r.tool == "book_hotel"]
+    assert hotels == [RecordStatus.FAILED, RecordStatus.COMPLETED]
 
 
 async def test_explicit_run_around_two_agent_runs_is_one_transaction() -> None:

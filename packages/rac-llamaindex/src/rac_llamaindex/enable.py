@@ -13,13 +13,17 @@ import rac
 from rac import RAC, ToolSet
 from rac_llamaindex.engine_setup import engine_for
 from rac_llamaindex.guarded_tool import RACFunctionTool
+from rac_llamaindex.retriever import GuardedRetriever
 from rac_llamaindex.run_scope import scoped_run
 from rac_llamaindex.tool_table import tool_name, unique_by_name, unwrap
+from rac_llamaindex.turns import counting_steps
 
 Target = TypeVar("Target", BaseWorkflowAgent, AgentWorkflow)
 
 #: Instance attribute holding the engine of an enabled agent or workflow.
 ENGINE_ATTR = "_rac_llamaindex_engine"
+#: Instance attribute holding the engine an agent's tools were last wrapped for.
+TOOLS_ENGINE_ATTR = "_rac_llamaindex_tools_engine"
 
 
 def enabled_engine(target: BaseWorkflowAgent | AgentWorkflow) -> rac.RAC | None:
@@ -55,8 +59,31 @@ def check_declarations(engine: rac.RAC, tools: list[BaseTool]) -> None:
     engine.registry.check_known(set(names) | set(engine.tools), only_for=names)
 
 
+def count_steps(agent: BaseWorkflowAgent) -> None:
+    """Make the agent count its model steps per run (once), so the calls of one step are one
+    parallel batch (see :mod:`rac_llamaindex.turns`)."""
+    if "take_step" in agent.__dict__:
+        return
+
+    def engine_now() -> rac.RAC:
+        found = agent.__dict__.get(TOOLS_ENGINE_ATTR)
+        assert isinstance(found, rac.RAC)
+        return found
+
+    object.__setattr__(agent, "take_step", counting_steps(
+        type(agent).take_step.__get__(agent), engine_now, agent.name))
+
+
 def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -> None:
     """Wrap the agent's tools in place, each exactly once for ``engine``."""
+    object.__setattr__(agent, TOOLS_ENGINE_ATTR, engine)
+    count_steps(agent)
+    retriever = agent.tool_retriever
+    if retriever is not None:
+        inner = retriever.rac_inner if isinstance(retriever, GuardedRetriever) else retriever
+        own = [unwrap(t) for t in agent.tools or () if isinstance(t, BaseTool)]
+        object.__setattr__(agent, "tool_retriever",
+                           GuardedRetriever(inner, engine, agent.name, own))
     tools = agent.tools
     if not tools:
         return

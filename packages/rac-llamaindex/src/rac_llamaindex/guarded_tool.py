@@ -9,8 +9,13 @@ from llama_index.core.tools import FunctionTool, ToolOutput
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async_tool
 
 import rac
+from rac import adapters
 from rac_llamaindex.results import as_output, failure_output
 from rac_llamaindex.tool_table import CALL_CONTEXT, tool_name, unwrap
+from rac_llamaindex.turns import batch_of
+
+#: Where to register a tool RAC names that the agent does not have.
+_HINT = "give it to the agent, or to enable_rac(..., tools=[...]) or rac.RAC(tools=[...])"
 
 
 async def _never_called(**kwargs: Any) -> Any:  # pragma: no cover - acall/call are overridden
@@ -99,18 +104,14 @@ class RACFunctionTool(FunctionTool):
         inner = self._inner_async
         ctx_kwargs = self._ctx_kwargs(ctx)
 
-        async def ainvoke(tool: str, call_args: dict[str, Any]) -> Any:
-            if tool == name:
-                return await inner.acall(**call_args, **ctx_kwargs)
-            other = run.tool(tool)
-            if other is None:
-                raise LookupError(f"tool {tool!r} is not among the agent's tools nor the "
-                                  "engine's: give it to rac.RAC(tools=[...])")
-            return await other.ainvoke(call_args)
+        async def acall(call_args: dict[str, Any]) -> Any:
+            return await inner.acall(**call_args, **ctx_kwargs)
 
         token = CALL_CONTEXT.set(ctx)
         try:
-            outcome = await run.aexecute(name, args, ainvoke, agent_id=self._agent_id)
+            outcome = await adapters.aexecute(
+                run, name, args, adapters.aroute(run, name, acall, hint=_HINT),
+                agent_id=self._agent_id, batch=batch_of(run, self._agent_id))
         finally:
             CALL_CONTEXT.reset(token)
         if outcome.ok:
@@ -129,20 +130,17 @@ class RACFunctionTool(FunctionTool):
 
     def _call(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
         name = self._name
+        inner = self._inner_async
         ctx_kwargs = self._ctx_kwargs(ctx)
 
-        def invoke(tool: str, call_args: dict[str, Any]) -> Any:
-            if tool == name:
-                return self._inner_async.call(**call_args, **ctx_kwargs)
-            other = run.tool(tool)
-            if other is None:
-                raise LookupError(f"tool {tool!r} is not among the agent's tools nor the "
-                                  "engine's: give it to rac.RAC(tools=[...])")
-            return other.invoke(call_args)
+        def call(call_args: dict[str, Any]) -> Any:
+            return inner.call(**call_args, **ctx_kwargs)
 
         token = CALL_CONTEXT.set(ctx)
         try:
-            outcome = run.execute(name, args, invoke, agent_id=self._agent_id)
+            outcome = adapters.execute(
+                run, name, args, adapters.route(run, name, call, hint=_HINT),
+                agent_id=self._agent_id, batch=batch_of(run, self._agent_id))
         finally:
             CALL_CONTEXT.reset(token)
         if outcome.ok:

@@ -10,38 +10,21 @@ failed attempt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.tools import ToolOutput
 
 import rac
+from rac.adapters import failure_text
+from rac.mcp.errors import call_tool_result_value, is_call_tool_result
 from rac.serialize import as_fields
 
 
-def _mcp_text(result: Any) -> str:
-    """The text blocks of an MCP ``CallToolResult``, joined."""
-    texts = [getattr(block, "text", None) for block in getattr(result, "content", None) or ()]
-    return "".join(t for t in texts if isinstance(t, str))
-
-
-def _is_mcp_result(value: Any) -> bool:
-    """True for an MCP ``CallToolResult`` (read by shape: this package does not import mcp)."""
-    return hasattr(value, "isError") and hasattr(value, "structuredContent") \
-        and hasattr(value, "content")
-
-
 def raw_value(value: Any) -> Any:
-    """The plain value of what a tool function returned."""
-    if _is_mcp_result(value):
-        if value.isError:
-            return {"error": _mcp_text(value) or "the MCP tool reported an error"}
-        structured = value.structuredContent
-        if isinstance(structured, Mapping):
-            # FastMCP wraps a non-object return value as {"result": value}.
-            inner = structured.get("result") if list(structured) == ["result"] else None
-            return inner if isinstance(inner, Mapping) else structured
-        return as_fields(_mcp_text(value))
+    """The plain value of what a tool function returned (an MCP result read by the core's
+    :func:`rac.mcp.call_tool_result_value`, which imports no MCP package)."""
+    if is_call_tool_result(value):
+        return call_tool_result_value(value)
     return as_fields(value) if isinstance(value, str) else value
 
 
@@ -68,8 +51,7 @@ def failure_output(outcome: rac.CallOutcome, tool_name: str,
     the call was refused), flagged as an error. LlamaIndex puts it in the model's next input as
     the tool's result (a ReAct agent's observation) and never ends the run on it, even for a
     ``return_direct`` tool, so the model can replan."""
-    message = outcome.message or f"RAC: {tool_name} did not complete."
-    return ToolOutput(content=message, tool_name=tool_name,
+    return ToolOutput(content=failure_text(outcome), tool_name=tool_name,
                       raw_input={"args": (), "kwargs": kwargs}, raw_output=outcome.report,
                       is_error=True,
                       exception=outcome.error if isinstance(outcome.error, Exception) else None)

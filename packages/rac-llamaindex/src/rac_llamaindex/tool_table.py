@@ -16,6 +16,7 @@ from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import BaseTool, adapt_to_async_tool
 
 import rac
+from rac.adapters import params_from_schema
 
 #: The workflow ``Context`` of the tool call being made in this task, if any: handed to a
 #: context-taking compensator or alternative RAC calls during that call.
@@ -81,10 +82,12 @@ def as_rac_tool(tool: BaseTool) -> rac.Tool:
         return await async_tool.acall(**args, **context_kwargs(inner))
 
     schema = schema_of(inner)
-    return rac.Tool(tool_name(inner), call=call, acall=acall,
-                    params=list(schema["properties"]) if schema else None,
-                    required=list(schema["required"]) if schema else [],
-                    schema=schema or None, description=inner.metadata.description or "")
+    params, required = params_from_schema(schema or None)
+    # Built here rather than with rac.adapters.framework_tool, to keep the whole schema
+    # (argument types and descriptions) for what RAC shows a model proposing compensations.
+    return rac.Tool(tool_name(inner), call=call, acall=acall, params=params,
+                    required=required, schema=schema or None,
+                    description=inner.metadata.description or "")
 
 
 def unique_by_name(tools: Iterable[BaseTool]) -> list[BaseTool]:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from rac.engine import RAC
-from rac.events import emit
 from rac.run import Run
 
 K = TypeVar("K", bound=Hashable)
@@ -71,9 +70,7 @@ class RunRegistry(Generic[K]):
         finally:
             lock.release()
         if evicted is not None:
-            evicted.finish()
-            emit("rac.adapters.run_released", level="debug", run_id=evicted.run_id,
-                       status=str(evicted.status))
+            evicted.finish()  # its own event, if its status changes
         return run
 
     def put(self, key: K, run: Run) -> None:

@@ -33,7 +33,7 @@ from rac.run.attempts import Attempt, attempt
 from rac.run.compensation import compensate
 from rac.run.keys import idempotency_key
 from rac.run.outcome import CallOutcome
-from rac.run.reconcile import ABSENT, FOUND, read_before, reconcile
+from rac.run.reconcile import ABSENT, FOUND, known_effects, read_before, reconcile
 from rac.run.rollback import Failure, rollback_flow
 from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
 
@@ -325,7 +325,8 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
         if lookup is None:
             return Performed("in_doubt", got, f"may have happened: {cls.kind} failure and no "
                                               "lookup is declared to tell")
-        seen = yield from reconcile(run, lookup, own_args, rec.idempotency_key)
+        seen = yield from reconcile(run, lookup, own_args, rec.idempotency_key,
+                                    known=known_effects(run, rec.seq))
         run.log.event("rac.reconcile", seq=rec.seq, tool=tool, status=seen.verdict,
                       reason=seen.reason)
         if seen.verdict == FOUND:

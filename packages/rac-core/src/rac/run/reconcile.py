@@ -60,9 +60,24 @@ def read_before(run: Run, decl: BeforeImage, args: Mapping[str, Any],
     return True, as_fields(value)
 
 
+def known_effects(run: Run, seq: int) -> set[Any]:
+    """The ids of the effects other actions of ``run`` are known to have made (the first id
+    of each one's result): a lookup never attributes one of them to the call ``seq``."""
+    from rac.dependencies import first_result_id
+
+    with run.lock:
+        results = [r.result for r in run.log.records.values()
+                   if r.seq != seq and r.result is not None and r.kind.value == "action"]
+    return {i for i in map(first_result_id, results) if i is not None}
+
+
 def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
-              *, shielded: bool = False) -> Flow[Reconciled]:
-    """Ask the lookup whether the call with ``args`` (and idempotency ``key``) took effect."""
+              *, shielded: bool = False, known: set[Any] | None = None) -> Flow[Reconciled]:
+    """Ask the lookup whether the call with ``args`` (and idempotency ``key``) took effect.
+
+    ``known`` are the ids of effects other calls of the run made: a matching item that is one
+    of them is not this call's. Exactly one other matching item: found. None: absent. More than
+    one: nothing can tell which is this call's (unknown)."""
     try:
         call_args = _call_args(lookup, args, key, "lookup")
         wanted = {f: resolve_in(p, {"args": args, "key": key}, tool=f"{lookup.tool} (lookup)",
@@ -94,9 +109,19 @@ def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
     if not isinstance(items, list | tuple):
         return Reconciled(UNKNOWN, reason=f"the lookup {lookup.tool} returned "
                                           f"{type(items).__name__}, not a list of candidates")
+    from rac.dependencies import first_result_id
+
+    matches = []
     for item in items:
         fields = as_fields(item)
         if isinstance(fields, Mapping) and all(
                 k in fields and fields[k] == v for k, v in wanted.items()):
-            return Reconciled(FOUND, fields)
+            if known and first_result_id(fields) in known:
+                continue  # another call's effect
+            matches.append(fields)
+    if len(matches) == 1:
+        return Reconciled(FOUND, matches[0])
+    if matches:
+        return Reconciled(UNKNOWN, reason=f"{lookup.tool} shows {len(matches)} effects that "
+                                          "match this call, and nothing tells which is its own")
     return Reconciled(ABSENT, reason=f"{lookup.tool} shows no such effect")

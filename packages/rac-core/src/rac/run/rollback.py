@@ -15,7 +15,7 @@ from rac.models import Record, RecordKind, RecordStatus
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.run.compensation import Undo, compensate
 from rac.run.planning import UNDOABLE, plan_rollback
-from rac.run.reconcile import ABSENT, FOUND, reconcile
+from rac.run.reconcile import ABSENT, FOUND, known_effects, reconcile
 from rac.run.values import error_text, stored_and_exact
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
     from rac.run.compensation import undo_sources
 
     args, _result, _before = undo_sources(run, rec)
-    seen = yield from reconcile(run, lookup, args, rec.idempotency_key, shielded=True)
+    seen = yield from reconcile(run, lookup, args, rec.idempotency_key, shielded=True,
+                                known=known_effects(run, rec.seq))
     run.log.event("rac.reconcile", seq=rec.seq, tool=rec.tool, status=seen.verdict,
                   reason=seen.reason)
     with run.lock:

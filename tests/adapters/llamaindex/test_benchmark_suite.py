@@ -1,0 +1,15 @@
+"""The LlamaIndex overhead benchmark still runs (a few calls; its figures are not checked:
+speed is measured by the benchmark itself, never asserted in tests)."""
+
+import argparse
+
+from benchmarks.suites import llamaindex_overhead
+
+
+async def test_the_overhead_benchmark_measures_both_stores() -> None:
+    opts = argparse.Namespace(calls=2, tool_calls=3, warmup=1)
+    rows = await llamaindex_overhead.measure(opts)
+    assert [r["store"] for r in rows] == ["memory", "sqlite"]
+    for row in rows:
+        assert set(row["agent"]) >= {"bare_us", "rac_us", "overhead_us", "overhead_pct_median"}
+        assert set(row["tool"]) == {"bare_us", "rac_us", "overhead_us"}

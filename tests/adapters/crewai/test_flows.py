@@ -127,3 +127,69 @@ def test_flow_that_raises_after_both_crews_undoes_both() -> None:
     assert_compensated_once(world)
     [run] = runs_of(eng)
     assert run.status is RunStatus.COMPENSATED
+
+
+class PlainTripFlow(Flow):  # type: ignore[type-arg]
+    """A Flow building plain crews inside its methods, as a CrewAI user writes it."""
+
+    def __init__(self, world: TravelWorld, f_llm: ScriptedLLM, h_llm: ScriptedLLM,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.world, self.f_llm, self.h_llm = world, f_llm, h_llm
+
+    @start()
+    def flights(self) -> str:
+        crew = crew_of(self.world, None, self.f_llm, "flights agent", "book_flight",
+                       "cancel_flight")
+        return str(crew.kickoff().raw)
+
+    @listen(flights)
+    def hotels(self, flight: str) -> str:
+        crew = crew_of(self.world, None, self.h_llm, "hotels agent", "book_hotel",
+                       "cancel_hotel")
+        return str(crew.kickoff().raw)
+
+
+def plain_trip(world: TravelWorld) -> tuple[PlainTripFlow, ScriptedLLM]:
+    f_llm = ScriptedLLM([[("book_flight", PAR)], "flight booked"])
+    h_llm = ScriptedLLM([[("book_hotel", HOTEL)], "no hotel; the flight was cancelled"])
+    return PlainTripFlow(world, f_llm, h_llm), h_llm
+
+
+def test_enabled_flow_is_one_run_covering_the_crews_its_methods_build() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    eng = engine()
+    flow, h_llm = plain_trip(world)
+    assert enable_rac(flow, eng) is flow
+
+    flow.kickoff()
+
+    check_hotel_failure_undid_the_flight(world, eng, h_llm)
+
+
+def test_enabled_flow_async_kickoff_is_one_run() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    eng = engine()
+    flow, h_llm = plain_trip(world)
+    enable_rac(flow, eng)
+
+    asyncio.run(flow.kickoff_async())
+
+    check_hotel_failure_undid_the_flight(world, eng, h_llm)
+
+
+def test_enabled_flow_that_succeeds_completes_one_run_with_both_bookings() -> None:
+    world = TravelWorld()
+    eng = engine()
+    flow, _ = plain_trip(world)
+    enable_rac(flow, eng)
+
+    flow.kickoff()
+    flow.kickoff()  # a second kickoff is a run of its own
+
+    runs = runs_of(eng)
+    assert [r.status for r in runs] == [RunStatus.COMPLETED] * 2
+    assert [r.tool for r in eng.store.get_records(runs[0].run_id)] == [
+        "book_flight", "book_hotel"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -106,10 +107,28 @@ def test_kickoff_for_each_is_one_run_per_input() -> None:
         ("flight", "PAR"), ("hotel", "PAR")]
     runs = {r.status: r for r in runs_of(eng)}
     assert sorted(runs) == [RunStatus.COMPENSATED, RunStatus.COMPLETED]
+    # The run ids say which input each run was for.
+    assert runs[RunStatus.COMPLETED].run_id.endswith("-input-0")
+    assert runs[RunStatus.COMPENSATED].run_id.endswith("-input-1")
     assert [r.tool for r in eng.store.get_records(runs[RunStatus.COMPLETED].run_id)] == [
         "book_flight", "book_hotel"]
     assert [r.tool for r in eng.store.get_records(runs[RunStatus.COMPENSATED].run_id)] == [
         "book_flight", "book_hotel", "cancel_flight"]
+
+
+def test_async_kickoff_for_each_names_each_inputs_run() -> None:
+    world = TravelWorld()
+    crew, _, _ = one_agent_crew(world, ["nothing to do"] * 3,
+                                description="Book a trip to {city}")
+    eng = engine()
+    enable_rac(crew, eng)
+
+    asyncio.run(crew.kickoff_for_each_async([{"city": "PAR"}, {"city": "NCE"},
+                                             {"city": "ROM"}]))
+
+    assert sorted(r.run_id.rsplit("-", 1)[1] for r in runs_of(eng)) == ["0", "1", "2"]
+    assert crew.kickoff().raw  # the crew itself, kicked off by the user: a plain run id
+    assert sum("-input-" not in r.run_id for r in runs_of(eng)) == 1
 
 
 def test_single_agent_enabled_in_a_plain_crew_runs_each_task_as_a_run() -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from crewai import Agent, Crew
+from crewai.flow.flow import Flow
 from crewai.tools import BaseTool
 
 from rac import RAC, Tool
+from rac_crewai.attempts import aattempt_scoped, attempt_scoped
 from rac_crewai.engine_setup import engine_for
+from rac_crewai.flows import enable_flow
 from rac_crewai.guarded_tool import RACTool
+from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
 from rac_crewai.run_scope import in_async_run, in_run, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
@@ -24,8 +28,8 @@ from rac_crewai.tool_table import (
 ENGINE_ATTR = "_rac_crewai_engine"
 
 
-def enabled_engine(obj: Crew | Agent) -> RAC | None:
-    """The engine RAC was enabled with on this crew or agent, if any."""
+def enabled_engine(obj: Crew | Agent | Flow[Any]) -> RAC | None:
+    """The engine RAC was enabled with on this crew, agent or Flow, if any."""
     engine = obj.__dict__.get(ENGINE_ATTR)
     return engine if isinstance(engine, RAC) else None
 
@@ -78,9 +82,26 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
                 engine, getattr(cls, name).__get__(agent), prepare))
 
 
+#: Instance attribute naming the engine whose runs an agent's task attempts are scoped in.
+ATTEMPTS_ATTR = "_rac_crewai_attempts_engine"
+#: Instance attribute of an enabled crew: False if rejected attempts are left as they are.
+UNDO_ATTR = "_rac_crewai_undo_rejected"
+
+
+def _scope_attempts(agent: Any, engine: RAC) -> None:
+    """Run each attempt of a guarded task by ``agent`` in a nested scope of the run, the
+    rejected attempt undone before the next (:mod:`rac_crewai.attempts`)."""
+    if agent.__dict__.get(ATTEMPTS_ATTR) is engine:
+        return
+    object.__setattr__(agent, ATTEMPTS_ATTR, engine)
+    object.__setattr__(agent, "execute_task", attempt_scoped(engine, agent.execute_task))
+    object.__setattr__(agent, "aexecute_task", aattempt_scoped(engine, agent.aexecute_task))
+
+
 def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     peers = crew_tools(crew)
     check_declarations(engine, peers)
+    undo = crew.__dict__.get(UNDO_ATTR, True)
     for agent in crew_members(crew):
         guard_in_place(agent.tools, engine, agent.role, peers)
 
@@ -88,23 +109,52 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
             return agent.role, rac_tools(_guard_crew(crew, engine))
 
         _scope_kickoffs(agent, engine, prepare)
+        if undo:
+            _scope_attempts(agent, engine)
     for task in crew.tasks:
         guard_in_place(task.tools, engine, task.agent.role if task.agent else None, peers)
     return peers
 
 
-def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
+def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
+    """Wrap the tools of ``crew`` for ``engine`` (a crew starting inside an enabled Flow);
+    the RAC view of its tools, for the run it joins."""
+    return rac_tools(_guard_crew(crew, engine))
+
+
+@overload
+def enable_rac(crew: Crew, rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
+               **config: Any) -> Crew: ...
+@overload
+def enable_rac(crew: Flow[Any], rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
+               **config: Any) -> Flow[Any]: ...
+
+
+def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
+               undo_rejected_attempts: bool = True, **config: Any) -> Crew | Flow[Any]:
     """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
+
+    Given a CrewAI ``Flow``, each kickoff of the Flow is one run and every crew its methods
+    kick off joins it, enabled or not (see :mod:`rac_crewai.flows`): a later crew's failure,
+    or an exception of a method, undoes what the earlier crews did.
 
     ``rac`` is a :class:`rac.RAC` engine, or give its keywords instead (``compensations=...``,
     ``alternatives=...``, ``store=...``). Each ``kickoff``/``akickoff`` (and each input of
     ``kickoff_for_each``) is one run in the engine's log, its records carrying the role of the
     agent that made each call; so is each ``kickoff`` of one of its agents used on its own.
+    A task with a guardrail runs each attempt in a nested scope: when the guardrail rejects an
+    answer and CrewAI runs the task again, what the rejected attempt did is undone first and
+    the agent reads the report with CrewAI's validation message
+    (``undo_rejected_attempts=False`` leaves rejected attempts' effects in place).
     Kicked off while a run of the engine is open (``with engine.run():`` around a Flow), the
     crew joins that run and adds its tools to it. Calling it again wraps tools added since and
     nothing twice.
     """
     engine = engine_for(rac, config)
+    if isinstance(crew, Flow):
+        return enable_flow(crew, engine)
+    if not undo_rejected_attempts:
+        object.__setattr__(crew, UNDO_ATTR, False)
     _guard_crew(crew, engine)
     if enabled_engine(crew) is engine:
         return crew
@@ -114,17 +164,25 @@ def enable_rac(crew: Crew, rac: RAC | None = None, **config: Any) -> Crew:
         return crew.name or "crew", rac_tools(_guard_crew(crew, engine))
 
     def copy() -> Crew:
-        return enable_rac(cls.copy(crew), engine)
+        return number_input(enable_rac(cls.copy(crew), engine,
+                                       undo_rejected_attempts=undo_rejected_attempts))
+
+    def run_id() -> str | None:
+        return input_run_id(crew)
 
     object.__setattr__(crew, ENGINE_ATTR, engine)
     def streaming() -> bool:
         return bool(crew.stream)
 
-    object.__setattr__(crew, "kickoff",
-                       in_run(engine, cls.kickoff.__get__(crew), prepare, streaming))
-    object.__setattr__(crew, "akickoff",
-                       in_async_run(engine, cls.akickoff.__get__(crew), prepare, streaming))
+    object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare,
+                                               streaming, run_id=run_id))
+    object.__setattr__(crew, "akickoff", in_async_run(engine, cls.akickoff.__get__(crew),
+                                                      prepare, streaming, run_id=run_id))
     object.__setattr__(crew, "copy", copy)
+    for name in ("kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each"):
+        method = getattr(cls, name, None)
+        if callable(method):
+            object.__setattr__(crew, name, numbering_inputs(method.__get__(crew)))
     return crew
 
 

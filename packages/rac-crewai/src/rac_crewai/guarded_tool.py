@@ -9,6 +9,7 @@ from pydantic import PrivateAttr
 
 import rac
 from rac.adapters import execute, open_or_join, route
+from rac_crewai.attempts import escalate
 from rac_crewai.caller import current_caller, current_turn
 from rac_crewai.results import failure_for_agent
 from rac_crewai.tool_table import as_rac_tool, run_for_rac, unwrap
@@ -85,4 +86,4 @@ class RACTool(BaseTool):
                           agent_id=current_caller() or self._agent_id, batch=current_turn())
         if outcome.ok:
             return outcome.result
-        return failure_for_agent(outcome, run)
+        return failure_for_agent(outcome, run, escalate(run, outcome))

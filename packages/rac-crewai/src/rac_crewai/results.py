@@ -20,8 +20,10 @@ from rac.adapters import failure_text
 RUN_ID_KEY = "rac_run_id"
 
 
-def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run) -> ToolFailure:
-    """The tool result for a call RAC could not complete: the rendered report as a failure."""
+def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run,
+                      more: str | None = None) -> ToolFailure:
+    """The tool result for a call RAC could not complete: the rendered report as a failure
+    (``more``: the report of a further rollback, appended)."""
     report = outcome.report
     details: dict[str, Any] = {RUN_ID_KEY: run.run_id, "rac_status": str(run.status),
                                "failed_tool": outcome.tool, "seq": outcome.seq}
@@ -29,5 +31,7 @@ def failure_for_agent(outcome: rac.CallOutcome, run: rac.Run) -> ToolFailure:
         details["compensated"] = [u.tool for u in report.compensated]
         details["left_live"] = [u.tool for u in report.left_live]
     message = failure_text(outcome)
+    if more:
+        message = f"{message}\n{more}"
     return ToolFailure(message=message, reason=ToolFailureReason.TOOL_REPORTED,
                        retryable=False, details=details)

@@ -22,10 +22,10 @@ run; a joined run is the opener's to close.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from crewai.hooks.dispatch import HookAborted
+from crewai.hooks.dispatch import HookAborted, InterceptionPoint
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
 import rac
@@ -37,6 +37,14 @@ from rac_crewai.tool_table import as_rac_tool
 
 R = TypeVar("R")
 Prepare = Callable[[], tuple[str, list[rac.Tool]]]
+#: An execution-scoped CrewAI hook: where it runs and the function.
+Hook = tuple[InterceptionPoint, Callable[[Any], Any]]
+
+
+class CrewRefused(HookAborted):
+    """A crew started inside an enabled Flow could not be put under RAC (a compensator or
+    alternative it declares is missing): the Flow stops and its run is rolled back, since it is
+    not CrewAI's control flow but a failure."""
 
 
 def settled_by_rac(run: rac.Run, err: BaseException) -> bool:
@@ -44,7 +52,7 @@ def settled_by_rac(run: rac.Run, err: BaseException) -> bool:
     RAC already rolled back (``tool_failure_policy="raise"``), with nothing done in the run
     since, or a hook aborting the run (control flow)."""
     if isinstance(err, HookAborted):
-        return True
+        return not isinstance(err, CrewRefused)
     if not isinstance(err, ToolExecutionFailedError):
         return False
     details = err.record.failure.details
@@ -65,19 +73,21 @@ def join(run: rac.Run, tools: list[rac.Tool]) -> None:
 
 
 def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
-           bypass: Callable[[], bool] = _never) -> Callable[..., R]:
+           bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
+           run_id: Callable[[], str | None] | None = None) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
     the tools it may call), joining one already open and adding the tools to it. While
     ``bypass()`` is true the method runs as it is: a streaming kickoff only sets up a stream,
-    and calls ``kickoff`` again to do the work."""
+    and calls ``kickoff`` again to do the work. ``hooks`` are more (point, hook) pairs scoped
+    to the call; ``run_id()`` names a run the call opens (None: a fresh id)."""
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
         if bypass():
             return method(*args, **kwargs)
         agent_id, tools = prepare()
-        with open_or_join(engine, agent_id=agent_id, tools=tools,
-                          settled=settled_by_rac) as run, crew_hooks():
+        with open_or_join(engine, agent_id=agent_id, tools=tools, settled=settled_by_rac,
+                          run_id=run_id() if run_id else None) as run, crew_hooks(*hooks):
             join(run, tools)
             return method(*args, **kwargs)
 
@@ -85,7 +95,9 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
 
 
 def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: Prepare,
-                 bypass: Callable[[], bool] = _never) -> Callable[..., Awaitable[R]]:
+                 bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
+                 run_id: Callable[[], str | None] | None = None
+                 ) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
 
     @functools.wraps(method)
@@ -93,9 +105,9 @@ def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: 
         if bypass():
             return await method(*args, **kwargs)
         agent_id, tools = prepare()
-        async with open_or_join(engine, agent_id=agent_id, tools=tools,
-                                settled=settled_by_rac) as run:
-            with crew_hooks():
+        async with open_or_join(engine, agent_id=agent_id, tools=tools, settled=settled_by_rac,
+                                run_id=run_id() if run_id else None) as run:
+            with crew_hooks(*hooks):
                 join(run, tools)
                 return await method(*args, **kwargs)
 

@@ -1,0 +1,62 @@
+"""One CrewAI Flow as one RAC transaction: ``enable_rac(flow, ...)``.
+
+Each ``kickoff`` / ``kickoff_async`` / ``akickoff`` of an enabled Flow is one run. Crews the
+Flow's methods kick off join it, whether or not they were enabled themselves: while the Flow
+runs, an execution-scoped ``execution_start`` hook guards each crew as it starts (its tools
+wrapped in place, then added to the run), so a crew built inside a method
+(``TripCrew().crew().kickoff()``) is covered too. A failure of any crew, or an exception of
+any method, undoes what every crew of the kickoff did, newest first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crewai import Crew
+from crewai.flow.flow import Flow
+from crewai.hooks.dispatch import InterceptionPoint
+
+from rac import RAC, ConfigurationError, Tool
+from rac_crewai.run_scope import CrewRefused, in_async_run, in_run, join
+
+#: Instance attribute holding the engine of an enabled Flow.
+FLOW_ENGINE_ATTR = "_rac_crewai_engine"
+
+
+def adopt_crews(engine: RAC) -> Any:
+    """The ``execution_start`` hook that puts each crew starting inside the Flow's run under
+    ``engine`` and adds its tools to the run."""
+    from rac_crewai.enable import guard_crew_now  # enable imports this module
+
+    def adopt(context: Any) -> None:
+        crew = getattr(context, "crew", None)
+        run = engine.current_run()
+        if not isinstance(crew, Crew) or run is None:
+            return
+        try:
+            tools = guard_crew_now(crew, engine)
+        except ConfigurationError as e:
+            raise CrewRefused(reason=f"RAC cannot guard crew {crew.name or 'crew'}: {e}") from e
+        join(run, tools)
+
+    adopt.__qualname__ = adopt.__name__ = "rac_adopt_crews"
+    return adopt
+
+
+def enable_flow(flow: Flow[Any], engine: RAC) -> Flow[Any]:
+    """See :func:`rac_crewai.enable_rac`."""
+    if flow.__dict__.get(FLOW_ENGINE_ATTR) is engine:
+        return flow
+    cls = type(flow)
+    hook = (InterceptionPoint.EXECUTION_START, adopt_crews(engine))
+
+    def prepare() -> tuple[str, list[Tool]]:
+        return getattr(flow, "name", None) or cls.__name__, []
+
+    object.__setattr__(flow, FLOW_ENGINE_ATTR, engine)
+    object.__setattr__(flow, "kickoff", in_run(engine, cls.kickoff.__get__(flow), prepare,
+                                               hooks=[hook]))
+    for name in ("kickoff_async", "akickoff"):
+        object.__setattr__(flow, name, in_async_run(engine, getattr(cls, name).__get__(flow),
+                                                    prepare, hooks=[hook]))
+    return flow

@@ -292,3 +292,28 @@ def test_a_sibling_still_running_when_the_turn_fails_is_undone_when_it_returns(
         t.join()
     assert outcomes["hotel"].undone and world.live() == []
     assert run.status is rac.RunStatus.COMPENSATED
+
+
+def test_a_result_flagged_ambiguous_is_a_call_that_may_have_happened(make_engine: Any,
+                                                                     world: TravelWorld) -> None:
+    class ResponseCheck:
+        """The application's check: a booking reply must carry its id."""
+
+        @rac.hookimpl
+        def rac_detect_result_error(self, tool: str, result: Any) -> BaseException | None:
+            if tool == "book_flight" and not result.get("booking_id"):
+                return rac.ResultError("reply without a booking id", result, ambiguous=True)
+            return None
+
+    def garbled(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        world.book_flight(passenger, origin, dest)  # it happened
+        return {"status": "confirmed"}  # but the id was lost on the way
+
+    tools = [t for t in world.tools() if t.__name__ != "book_flight"]
+    engine = make_engine(tools=[*tools, rac.Tool.from_function(garbled, name="book_flight")],
+                         plugins=[ResponseCheck()])
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", **FLIGHT)
+    assert len(flights(world)) == 1 and world.calls["book_flight"] == 1  # not repeated
+    assert [u.tool for u in failed.value.report.in_doubt] == ["book_flight"]
+    assert not failed.value.report.clean

@@ -130,7 +130,8 @@ def default_classify(error: BaseException) -> Classification:
     if isinstance(error, PermanentError):
         return Classification(ErrorKind.PERMANENT, None, "PermanentError")
     if isinstance(error, ResultError):
-        kind = ErrorKind.TRANSIENT if error.transient else ErrorKind.PERMANENT
+        kind = ErrorKind.AMBIGUOUS if getattr(error, "ambiguous", False) else (
+            ErrorKind.TRANSIENT if error.transient else ErrorKind.PERMANENT)
         return Classification(kind, error.retry_after, "error in result")
     if isinstance(error, ConnectionRefusedError):
         return Classification(ErrorKind.TRANSIENT, None, type(error).__name__)

@@ -82,12 +82,17 @@ class ResultError(Exception):
     """A tool returned normally but its structured result says it failed (an ``error`` field, ...).
 
     RAC raises nothing of this kind to callers; it is how a failed result travels through
-    classification, so that ``rac_classify_error`` sees results and exceptions alike.
+    classification, so that ``rac_classify_error`` sees results and exceptions alike. A plugin
+    that flags a result the tool returned after acting (a ``200`` whose body lost the id) says
+    so with ``ambiguous=True``: otherwise the call is taken as one that did not happen.
     """
 
     def __init__(self, message: str, result: object, *, transient: bool = False,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, ambiguous: bool = False) -> None:
         super().__init__(message)
         self.result = result
         self.transient = transient
+        #: the call may have taken effect all the same (a success reply that lost its id, a
+        #: truncated body): RAC then treats it as a call that may have happened
+        self.ambiguous = ambiguous
         self.retry_after = retry_after

@@ -73,7 +73,8 @@ class ResultSchema:
     one (truncated or garbled) is an error. A careful user asks for a retry only where the
     tool takes an idempotency key (``keyed``: the retry carries the same key, so the API returns
     the original reply instead of acting twice); elsewhere a retry would act again, so the
-    error is permanent."""
+    error is permanent. Either way the reply came after the tool acted, which it says with
+    ``ambiguous`` where the core offers it."""
 
     def __init__(self, id_fields: dict[str, str], keyed: frozenset[str] = frozenset()) -> None:
         self.id_fields = dict(id_fields)
@@ -88,8 +89,11 @@ class ResultSchema:
         value = result.get(field) if isinstance(result, dict) else None
         if isinstance(value, str) and value:
             return None
-        return rac.ResultError(f"{tool}: response has no valid {field}", result,
-                               transient=tool in self.keyed)
+        error = rac.ResultError(f"{tool}: response has no valid {field}", result,
+                                transient=tool in self.keyed)
+        if hasattr(error, "ambiguous"):  # a 200 came back: the tool acted (core >= issue 13)
+            error.ambiguous = True
+        return error
 
 
 def make_engine(world: World, store: str, clock: Any,

@@ -90,8 +90,10 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
 def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dict[str, Any]:
     engine = run.engine
     args, result, before = undo_sources(run, rec)
-    if rec.status in (R.PENDING, R.IN_DOUBT) and rec.idempotency_key:
-        args.setdefault("idempotency_key", rec.idempotency_key)  # the key it was called with
+    if result is None and rec.idempotency_key:
+        # a call whose outcome is unknown (in doubt now, or when its undo first failed): the
+        # key it was called with lets the compensator find the effect
+        args.setdefault("idempotency_key", rec.idempotency_key)
     mapped = engine.hooks.first("rac_map_compensation_args", propagate=(CompensationMappingError,),
                                 engine=engine, record=rec,
                                 compensation=comp, tool=tool, args=args, result=result,

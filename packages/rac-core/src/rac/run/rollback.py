@@ -12,6 +12,7 @@ from rac.classify import ErrorKind
 from rac.effects import Flow
 from rac.lifecycle import in_scope, may_be_live, status_after_rollback
 from rac.models import Record, RecordKind, RecordStatus
+from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.run.compensation import Undo, compensate
 from rac.run.planning import UNDOABLE, plan_rollback
@@ -58,11 +59,11 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
                             reason=reason)
     #: seq -> what this rollback found out about it (the compensator, an error, a reason)
     notes: dict[int, Undo] = {}
+    dependents = dependents_of(plan.order)
     try:
         for rec in plan.order:
-            blockers = [d for r in plan.order if rec.seq in r.depends_on and r.seq != rec.seq
-                        and may_be_live(run.log.records[r.seq], run.in_flight)
-                        for d in [r.seq]]
+            blockers = [d for d in dependents.get(rec.seq, ()) if d != rec.seq
+                        and may_be_live(run.log.records[d], run.in_flight)]
             if blockers:
                 b = run.log.records[blockers[0]]
                 notes[rec.seq] = Undo("blocked", None,

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rac.classify import ErrorKind
+from rac.dependencies import first_result_id
 from rac.effects import Flow
 from rac.lifecycle import in_scope, may_be_live, status_after_rollback
 from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
-from rac.run.compensation import Undo, compensate
+from rac.run.compensation import Undo, compensate, undo_sources
 from rac.run.planning import UNDOABLE, plan_rollback
 from rac.run.reconcile import ABSENT, FOUND, known_effects, reconcile
 from rac.run.values import error_text, stored_and_exact
@@ -106,8 +107,6 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
     lookup = run.engine.registry.lookups.get(rec.tool)
     if lookup is None:
         return None
-    from rac.run.compensation import undo_sources
-
     args, _result, _before = undo_sources(run, rec)
     seen = yield from reconcile(run, lookup, args, rec.idempotency_key, shielded=True,
                                 known=known_effects(run, rec.seq))
@@ -130,8 +129,6 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
 
 
 def _ref(rec: Record) -> str | None:
-    from rac.dependencies import first_result_id
-
     found = first_result_id(rec.result)
     return found if type(found) is str or found is None else str(found)
 

@@ -382,7 +382,7 @@ class Run:
             if undo != (rec.undo or {}):
                 fields["undo"] = undo
             self.log.update(rec, **fields)
-            if not rec.args == args or exact_result is not None:
+            if rec.args != args or exact_result is not None:
                 self.live[rec.seq] = (args, value)
             if not rec.read_only:
                 produces = engine.registry.produces.get(rec.tool)

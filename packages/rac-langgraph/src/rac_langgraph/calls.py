@@ -13,8 +13,10 @@ from langgraph.types import Command
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
+from rac.effects import drive_async, drive_sync
 from rac.events import emit
 from rac.models import RecordStatus
+from rac.run.reconcile import ABSENT, FOUND, Reconciled
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
     CommandAnswer,
@@ -24,6 +26,7 @@ from rac_langgraph.results import (
     is_invalid_call,
 )
 from rac_langgraph.runs import Replay, TurnRuns, runs_of
+from rac_langgraph.settle import settle_flow
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -87,6 +90,11 @@ class RACToolCalls:
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
+        if isinstance(earlier, _Doubt):
+            engine = self.engine
+            seen = drive_sync(settle_flow(run, earlier.record, earlier.lookup, call["args"]),
+                              engine.clock, engine.passthrough)
+            earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
             return earlier
@@ -124,6 +132,12 @@ class RACToolCalls:
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
+        if isinstance(earlier, _Doubt):
+            engine = self.engine
+            seen = await drive_async(settle_flow(run, earlier.record, earlier.lookup,
+                                                 call["args"]),
+                                     engine.clock, engine.passthrough)
+            earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
             return earlier
@@ -178,10 +192,11 @@ class RACToolCalls:
             self.turns.offer_tools(run, tools)
 
     # -- exactly once ---------------------------------------------------------------------------
-    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | None:
+    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | _Doubt | None:
         """The answer a call the turn already made gets again (a resumed or retried graph
         repeats it): the answer given, or the logged result; a call a crash interrupted is
-        not run again but named in doubt. None for a new call (or a repeatable tool)."""
+        not run again but named in doubt, or, if its tool declares a lookup, handed back to
+        be settled by it (:class:`_Doubt`). None for a new call (or a repeatable tool)."""
         call = request.tool_call
         name = call["name"]
         if name in self.repeatable:
@@ -192,6 +207,9 @@ class RACToolCalls:
             doubt = turns.in_doubt(run, name, call["args"])
             if doubt is None:
                 return None
+            lookup = self.engine.registry.lookups.get(name)
+            if lookup is not None:
+                return _Doubt(doubt, lookup)
             return self._told(run, request, _in_doubt_text(doubt), error=True)
         emit("rac_langgraph.replayed", run_id=run.run_id, tool=name,
                   tool_call_id=call.get("id"))
@@ -201,6 +219,21 @@ class RACToolCalls:
         if rec.status is RecordStatus.COMPLETED:
             return self._told(run, request, _content(rec.result), error=False)
         return self._told(run, request, _undone_text(rec), error=True)
+
+    def _settled(self, run: rac.Run, request: ToolCallRequest, rec: rac.Record,
+                 seen: Reconciled) -> ToolResult | None:
+        """The answer to a call in doubt that its lookup settled (see
+        :mod:`rac_langgraph.settle`): the effect found, as the tool's result; None when it is
+        known not to have happened (the call then runs); else the call is still in doubt."""
+        if seen.verdict == ABSENT or seen.verdict == FOUND:
+            self.turns.settled(run)
+        if seen.verdict == ABSENT:
+            return None
+        if seen.verdict == FOUND:
+            reply = self._told(run, request, _content(seen.result), error=False)
+            self.turns.answer(run, request.tool_call.get("id"), reply)
+            return reply
+        return self._told(run, request, _in_doubt_text(rec, seen.reason), error=True)
 
     def _told(self, run: rac.Run, request: ToolCallRequest, text: str, *,
               error: bool) -> ToolMessage:
@@ -233,10 +266,21 @@ def _content(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
 
 
-def _in_doubt_text(rec: rac.Record) -> str:
+def _in_doubt_text(rec: rac.Record, why: str = "") -> str:
+    reason = f" ({why})" if why else ""
     return (f"RAC: {rec.tool} was interrupted when the process running this turn stopped: it "
-            "may or may not have taken effect, so it was not run again. It is in doubt until "
-            "`rac recover` settles it; do not assume it happened.")
+            f"may or may not have taken effect{reason}, so it was not run again. It is in "
+            "doubt until `rac recover` settles it; do not assume it happened.")
+
+
+class _Doubt:
+    """A repeated call a crash left in doubt, whose tool declares a lookup to settle it."""
+
+    __slots__ = ("lookup", "record")
+
+    def __init__(self, record: rac.Record, lookup: rac.Lookup) -> None:
+        self.record = record
+        self.lookup = lookup
 
 
 def _undone_text(rec: rac.Record) -> str:

@@ -17,6 +17,7 @@ from rac.effects import drive_async, drive_sync
 from rac.events import emit
 from rac.models import RecordStatus
 from rac.run.reconcile import ABSENT, FOUND, Reconciled
+from rac_langgraph import approvals, pregel
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
     CommandAnswer,
@@ -63,15 +64,24 @@ class RACToolCalls:
         repeatable: tools whose calls are run again when a resumed or retried graph repeats
             them (genuinely repeatable reads); every other call a turn already made is
             answered with its logged result instead (exactly once).
+        approvals: how a tool declared ``irreversible={tool: "approve"}`` is approved:
+            ``"interrupt"`` (default) asks a person through LangGraph's ``interrupt()`` when
+            the thread has a checkpointer (resume with ``Command(resume="approve")`` or
+            ``"deny"``); ``"hook"`` leaves it to the engine's ``rac_approve_action`` plugins.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  finish_steps: bool = True, repeatable: Iterable[str] = (),
-                 **config: Any) -> None:
+                 approvals: str = "interrupt", **config: Any) -> None:
+        if approvals not in ("interrupt", "hook"):
+            raise ValueError(f"approvals must be 'interrupt' (ask through LangGraph's "
+                             f"interrupt()) or 'hook' (leave it to rac_approve_action plugins), "
+                             f"got {approvals!r}")
         self.engine = build_engine(rac, agent_id, config)
         self.agent_id = agent_id
         self.finish_steps = finish_steps
         self.repeatable = frozenset(repeatable)
+        self.approvals = approvals
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
@@ -107,14 +117,21 @@ class RACToolCalls:
                        lambda a: _own_result(execute_(_with_args(request, a)), request, run),
                        through=through, direct=lambda n, raw: _as_message(request, n, raw),
                        hint=_HINT)
+        note = ""
         try:
-            outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                              batch=_batch(request))
+            if requested in self.engine.registry.irreversible:
+                verdict, note = self._approval(request)
+                with approvals.decided(requested, call["args"], verdict):
+                    outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
+                                      batch=_batch(request))
+            else:
+                outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
+                                  batch=_batch(request))
         except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request)
+        return self._answer(run, outcome, request, note)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
@@ -151,14 +168,21 @@ class RACToolCalls:
 
         ainvoke = aroute(run, requested, own, through=through,
                          direct=lambda n, raw: _as_message(request, n, raw), hint=_HINT)
+        note = ""
         try:
-            outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
-                                     batch=_batch(request))
+            if requested in self.engine.registry.irreversible:
+                verdict, note = self._approval(request)
+                with approvals.decided(requested, call["args"], verdict):
+                    outcome = await aexecute(run, requested, call["args"], ainvoke,
+                                             agent_id=agent, batch=_batch(request))
+            else:
+                outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
+                                         batch=_batch(request))
         except CallRefused as refused:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request)
+        return self._answer(run, outcome, request, note)
 
     # -- turns --------------------------------------------------------------------------------
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
@@ -243,9 +267,23 @@ class RACToolCalls:
                            tool_call_id=call["id"], name=call["name"],
                            status="error" if error or note else "success")
 
+    def _approval(self, request: ToolCallRequest) -> tuple[bool | None, str]:
+        """The verdict on an irreversible call (see :mod:`rac_langgraph.approvals`): asked
+        through ``interrupt()`` when the tool must be approved, the middleware asks that way
+        and the thread can resume (raises ``GraphInterrupt`` the first time); else None, left
+        to the engine's ``rac_approve_action`` plugins. Also what the model is told besides."""
+        call = request.tool_call
+        name = call["name"]
+        if self.approvals != "interrupt" or not approvals.needs_approval(self.engine, name) \
+                or not pregel.persisted(request.runtime):
+            return None, ""
+        return approvals.ask(name, call["args"], call.get("id"))
+
     def _answer(self, run: rac.Run, outcome: rac.CallOutcome,
-                request: ToolCallRequest) -> ToolResult:
+                request: ToolCallRequest, note: str = "") -> ToolResult:
         reply = _reply(outcome, request)
+        if note and outcome.refused and isinstance(reply, ToolMessage):
+            reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
             self.turns.answer(run, request.tool_call.get("id"), reply)
         note = self.turns.take_note(run)

@@ -286,9 +286,9 @@ class RACToolCalls:
             reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
             self.turns.answer(run, request.tool_call.get("id"), reply)
-        note = self.turns.take_note(run)
-        if note and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
-            return reply.model_copy(update={"content": f"{note}\n\n{reply.content}"})
+        rolled_back = self.turns.take_note(run)
+        if rolled_back and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
+            return reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
         return reply
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:

@@ -28,7 +28,7 @@ from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.registry import Effect
 from rac.run.attempts import Attempt, classify, read_result
 from rac.run.calls import Begun, call_flow, complete
-from rac.run.keys import idempotency_key
+from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
 from rac.run.values import needed_fields
 from rac.serialize import plain_copy
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from rac.run.run import Invoker, Run
 
 _ACTION, _PENDING, _COMPLETED = RecordKind.ACTION, RecordStatus.PENDING, RecordStatus.COMPLETED
+_UNSAFE = str(Effect.UNSAFE)
 
 
 def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
@@ -63,11 +64,11 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
             return None
         seq = run.next_seq()
         now = engine.clock.now()
-        inferred = run.deps.dependencies(args)
+        inferred = run.deps.dependencies(stored_args, owned=True)
         rec = Record(run.run_id, seq, name, _ACTION, _PENDING, agent_id or run.agent_id, scope,
-                     stored_args, None, None, 1, idempotency_key(run.run_id, seq, "action"),
+                     stored_args, None, None, 1, step_key(run.key_prefix, seq, "action"),
                      sorted(set(inferred).union(deps)) if deps else inferred, None, None, True,
-                     False, None, now, now, str(Effect.UNSAFE), None)
+                     False, None, now, now, _UNSAFE, None)
         engine.store.append(rec)  # RunLog.append minus its announcement: nobody listens
         run.log.records[seq] = rec
         run.in_flight.add(seq)
@@ -96,7 +97,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
         engine.store.update_record(run.run_id, seq, status=_COMPLETED, attempts=1,
                                    result=stored, updated_at=now)
         rec.status, rec.result, rec.updated_at = _COMPLETED, stored, now
-        run.deps.add_result(seq, raw, args, fields=registry.produces.get(name))
+        run.deps.add_result_later(seq, stored, stored_args, fields=registry.produces.get(name))
     return CallOutcome(True, name, seq, result=raw, value=raw)
 
 

@@ -51,7 +51,7 @@ def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
     return failed.value.report
 
 
-def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str) -> None:
+def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str | rac.Store) -> None:
     """A first process asks the model (both questions) and ends."""
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"), store=url)
@@ -68,6 +68,28 @@ def test_a_restart_reuses_the_stored_pair_without_a_model(
     assert [(u.tool, u.compensator) for u in report.compensated] == [
         ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
     assert_no_live_effects(world)
+
+
+def test_a_durable_log_without_the_pairs_capability_forgets_pairs_and_says_so(
+        resolver_engine: Make, world: TravelWorld, tmp_path: Path) -> None:
+    # A third-party store keeps the log but not pairs: as documented, pairs live in the
+    # process only. A fresh process (a new store object on the same file) has no model and
+    # no pair, so the hotel is named as not undone, never reported undone.
+    from rac.stores.sqlite import SQLiteStore
+
+    class LogOnly(SQLiteStore):
+        capabilities: frozenset[str] = frozenset()
+
+    path = tmp_path / "log.db"
+    first = LogOnly(path)
+    assert not rac.stores.supports(first, "pairs")
+    _learn_the_pair(resolver_engine, world, first)
+    engine = resolver_engine(LLMResolver(None), store=LogOnly(path))
+    report = _trip_that_fails(engine, world)
+    assert [u.tool for u in report.compensated] == ["book_flight"]
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    assert not report.clean
+    assert [b["kind"] for b in world.live()] == ["hotel"]
 
 
 def test_recovery_after_a_crash_uses_the_stored_mapping(

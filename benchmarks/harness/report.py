@@ -162,6 +162,12 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
                          f"{tau2['runs']}, false all-clear in {tau2['false_clean_runs']}, "
                          f"silent residual in {tau2['silent_residual_runs']}; runs touching "
                          f"what tau2's tools cannot undo: {tau2['unundoable_runs']}.")
+    look = data["by_world"].get(LOOKUP, {}).get("tau2_airline")
+    if look:
+        lines.append(f"- With tau2 airline's booking lookup declared (`{LOOKUP}`, see below): "
+                     f"residual in {look['residual_runs']}/{look['runs']}, false all-clear in "
+                     f"{look['false_clean_runs']}, silent residual in "
+                     f"{look['silent_residual_runs']}.")
     ex = data.get("false_clean_examples", {}).get(name) or []
     if ex:
         lines.append("- Examples: " + "; ".join(ex) + ".")
@@ -170,6 +176,18 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
 
 #: the approach that declares the worlds' lookups, and the one it is compared with
 LOOKUP, WITHOUT_LOOKUP = "rac-memory+lookup", "rac-memory"
+
+
+def _live_tools(data: dict[str, Any], names: list[str], worlds: list[str]) -> list[str]:
+    """What stays live in the residual runs, by tool (all classes; per world)."""
+    by_tool = data.get("live_by_tool")
+    if not by_tool:
+        return []
+    return ["What is still live in the residual runs (all classes), by the tool that made it "
+            "(runs): " + "; ".join(
+                f"`{n}` / {w}: " + ", ".join(f"`{t}` {k}" for t, k in
+                                            by_tool.get(n, {}).get(w, {}).items())
+                for n in names for w in worlds) + "."]
 
 
 def _lookup_section(data: dict[str, Any]) -> list[str]:
@@ -219,6 +237,8 @@ def _lookup_section(data: dict[str, Any]) -> list[str]:
         "",
         f"In-doubt classes ({', '.join(IN_DOUBT)}) in these worlds: residual in "
         + ", ".join(f"`{n}` {res[n][0]}/{res[n][1]}" for n in names) + ".",
+        "",
+        *_live_tools(data, names, worlds),
         "",
         "Residual runs per class, then false all-clears:",
         "",
@@ -286,6 +306,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         *_headline_table(data["approaches"]),
         "",
+        *([f"`{LOOKUP}` runs only in the worlds that declare a lookup (tau2 airline): its "
+           "row is over those cells alone (compared cell for cell with "
+           f"`{WITHOUT_LOOKUP}` [below](#lookups-bookings-that-may-have-happened-found-again))."
+           , ""] if LOOKUP in data["approaches"] else []),
         "![outcomes](img/bench-outcomes.png)",
         "",
         "![steps](img/bench-steps.png)",

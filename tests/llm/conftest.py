@@ -45,3 +45,13 @@ def resolver_engine(world: TravelWorld, clock: VirtualClock) -> Callable[..., ra
         return rac.RAC(plugins=[resolver], **kw)
 
     return make
+
+
+def trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
+    """Book a flight and a hotel, then a car that fails for good: RAC rolls back."""
+    world.fail("book_car", "permanent", times=1)
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+        run.call("book_car", driver="ann", city="Paris")
+    return failed.value.report

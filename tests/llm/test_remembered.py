@@ -18,7 +18,7 @@ from rac.cli.main import main as rac_main
 from rac.resolver import LLMResolver, ScriptedModel
 from rac.testing import TravelWorld, assert_no_live_effects
 
-from .conftest import RIGHT_MAPPING, RIGHT_PAIR
+from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
 
 Make = Callable[..., rac.RAC]
 
@@ -42,20 +42,11 @@ def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     store.close()
 
 
-def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
-    world.fail("book_car", "permanent", times=1)
-    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
-        run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
-        run.call("book_hotel", guest="ann", city="Paris", nights=2)
-        run.call("book_car", driver="ann", city="Paris")
-    return failed.value.report
-
-
-def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str) -> None:
+def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str | rac.Store) -> None:
     """A first process asks the model (both questions) and ends."""
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"), store=url)
-    assert _trip_that_fails(engine, world).clean
+    assert trip_that_fails(engine, world).clean
     assert model.left == 0
     engine.store.close()
 
@@ -64,10 +55,32 @@ def test_a_restart_reuses_the_stored_pair_without_a_model(
         resolver_engine: Make, world: TravelWorld, log_url: str) -> None:
     _learn_the_pair(resolver_engine, world, log_url)
     engine = resolver_engine(LLMResolver(None), store=log_url)  # a fresh process: no model
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [(u.tool, u.compensator) for u in report.compensated] == [
         ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
     assert_no_live_effects(world)
+
+
+def test_a_durable_log_without_the_pairs_capability_forgets_pairs_and_says_so(
+        resolver_engine: Make, world: TravelWorld, tmp_path: Path) -> None:
+    # A third-party store keeps the log but not pairs: as documented, pairs live in the
+    # process only. A fresh process (a new store object on the same file) has no model and
+    # no pair, so the hotel is named as not undone, never reported undone.
+    from rac.stores.sqlite import SQLiteStore
+
+    class LogOnly(SQLiteStore):
+        capabilities: frozenset[str] = frozenset()
+
+    path = tmp_path / "log.db"
+    first = LogOnly(path)
+    assert not rac.stores.supports(first, "pairs")
+    _learn_the_pair(resolver_engine, world, first)
+    engine = resolver_engine(LLMResolver(None), store=LogOnly(path))
+    report = trip_that_fails(engine, world)
+    assert [u.tool for u in report.compensated] == ["book_flight"]
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    assert not report.clean
+    assert [b["kind"] for b in world.live()] == ["hotel"]
 
 
 def test_recovery_after_a_crash_uses_the_stored_mapping(
@@ -100,7 +113,7 @@ def test_rac_pairs_lists_and_approves(resolver_engine: Make, world: TravelWorld,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="approve"), store=log_url)
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [u.compensator for u in report.held] == ["void_booking"]
     engine.store.close()
 

@@ -15,26 +15,16 @@ from rac.resolver import LLMResolver, ScriptedModel, pair_book
 from rac.resolver.scripted import Slow
 from rac.testing import TravelWorld, VirtualClock, assert_no_live_effects
 
-from .conftest import RIGHT_MAPPING, RIGHT_PAIR
+from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
 
 Make = Callable[..., rac.RAC]
-
-
-def _trip_that_fails(engine: rac.RAC, world: TravelWorld) -> rac.RecoveryReport:
-    """Book a flight and a hotel, then a car that fails for good: RAC rolls back."""
-    world.fail("book_car", "permanent")
-    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
-        run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
-        run.call("book_hotel", guest="ann", city="Paris", nights=2)
-        run.call("book_car", driver="ann", city="Paris")
-    return failed.value.report
 
 
 def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
                                                         world: TravelWorld) -> None:
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"))
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [(u.tool, u.compensator) for u in report.compensated] == [
         ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
     assert report.clean
@@ -43,7 +33,7 @@ def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
     assert "void_booking" in model.prompts[0] and "Void a hotel booking" in model.prompts[0]
     assert '"booking_id": "HT-' in model.prompts[1]
     # a second trip asks nothing: the pair and its mapping are remembered
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert report.clean and len(model.prompts) == 2
     assert_no_live_effects(world)
     [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
@@ -57,7 +47,7 @@ def test_a_langchain_chat_model_is_used_through_invoke(resolver_engine: Make,
     fake = pytest.importorskip("langchain_core.language_models.fake_chat_models")
     model = fake.FakeListChatModel(responses=[RIGHT_PAIR, f"```json\n{RIGHT_MAPPING}\n```"])
     engine = resolver_engine(LLMResolver(model, policy="auto"))
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
     assert_no_live_effects(world)
 
@@ -78,7 +68,7 @@ def test_a_wrong_pair_is_no_proposal_and_the_call_goes_on(
     model = ScriptedModel([reply])
     engine = resolver_engine(LLMResolver(model, policy="auto"))
     with caplog.at_level(logging.WARNING, logger="rac"):
-        report = _trip_that_fails(engine, world)
+        report = trip_that_fails(engine, world)
     assert [u.tool for u in report.not_undoable] == ["book_hotel"]
     assert [u.tool for u in report.compensated] == ["book_flight"]
     assert not report.clean  # the hotel is named as left live, never reported undone
@@ -101,7 +91,7 @@ def test_a_wrong_mapping_is_refused_and_the_rollback_goes_on(
     model = ScriptedModel([RIGHT_PAIR, json.dumps({"args": mapping})])
     engine = resolver_engine(LLMResolver(model, policy="auto"))
     with caplog.at_level(logging.WARNING, logger="rac"):
-        report = _trip_that_fails(engine, world)
+        report = trip_that_fails(engine, world)
     [failed] = report.compensation_failed
     assert (failed.tool, failed.compensator) == ("book_hotel", "void_booking")
     assert "the model's mapping was refused" in (failed.error or "") and reason in failed.error
@@ -117,7 +107,7 @@ def test_a_model_that_times_out_is_no_proposal_without_a_real_wait(
     model = ScriptedModel([Slow(RIGHT_PAIR, 45.0)], clock=clock)
     engine = resolver_engine(LLMResolver(model, policy="auto", timeout=30.0))
     with caplog.at_level(logging.WARNING, logger="rac"):
-        report = _trip_that_fails(engine, world)
+        report = trip_that_fails(engine, world)
     assert [u.tool for u in report.not_undoable] == ["book_hotel"]
     assert any("answered after 45s, over the timeout of 30s" in r.getMessage()
                for r in caplog.records)
@@ -126,7 +116,7 @@ def test_a_model_that_times_out_is_no_proposal_without_a_real_wait(
 
 def test_a_garbage_reply_type_is_no_proposal(resolver_engine: Make, world: TravelWorld) -> None:
     engine = resolver_engine(LLMResolver(ScriptedModel([lambda p: 42]), policy="auto"))  # type: ignore[list-item, return-value]
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [u.tool for u in report.not_undoable] == ["book_hotel"]
 
 
@@ -134,7 +124,7 @@ def test_a_proposal_waits_for_approval_then_is_used(resolver_engine: Make,
                                                     world: TravelWorld) -> None:
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model))  # policy "approve" is the default
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     # the hotel's compensation is held, named, and the booking is still live
     assert [(u.tool, u.compensator) for u in report.held] == [("book_hotel", "void_booking")]
     assert report.status == rac.RunStatus.NEEDS_ATTENTION
@@ -152,7 +142,7 @@ def test_a_proposal_waits_for_approval_then_is_used(resolver_engine: Make,
 
 def test_recorded_proposals_are_never_used(resolver_engine: Make, world: TravelWorld) -> None:
     engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR]), policy="record"))
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [u.tool for u in report.not_undoable] == ["book_hotel"]
     [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
     assert pair.status == "recorded"
@@ -163,7 +153,7 @@ def test_declared_pairs_are_not_asked_about(resolver_engine: Make, world: Travel
     engine = resolver_engine(LLMResolver(model, policy="auto"),
                              compensations={"book_flight": "cancel_flight", "book_car": "cancel_car",
                                             "book_hotel": "cancel_hotel"})
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert report.clean and model.prompts == []
     declared = {(p.tool, p.source, p.status) for p in pair_book(engine.store).list_pairs()}
     assert declared == {(t, "code", "declared") for t in ("book_flight", "book_hotel", "book_car")}
@@ -175,7 +165,7 @@ def test_a_declared_pair_gets_a_mapping_from_the_model(resolver_engine: Make,
     engine = resolver_engine(LLMResolver(model, policy="auto"),
                              compensations={"book_flight": "cancel_flight", "book_car": "cancel_car",
                                             "book_hotel": "void_booking"})
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
     assert_no_live_effects(world)
     [pair] = [p for p in pair_book(engine.store).list_pairs()
@@ -200,8 +190,8 @@ def test_a_store_without_pairs_remembers_them_in_the_process(
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"), store=LogOnly())
     with caplog.at_level(logging.WARNING, logger="rac"):
-        assert _trip_that_fails(engine, world).clean
-        assert _trip_that_fails(engine, world).clean
+        assert trip_that_fails(engine, world).clean
+        assert trip_that_fails(engine, world).clean
     assert model.left == 0 and len(model.prompts) == 2
     assert sum("rac.pairs_not_durable" in r.getMessage() for r in caplog.records) == 1
     assert_no_live_effects(world)
@@ -215,7 +205,7 @@ def test_a_store_without_pairs_remembers_them_in_the_process(
 def test_a_model_failing_at_rollback_leaves_a_named_dead_letter(
         resolver_engine: Make, world: TravelWorld, reply: Any, reason: str) -> None:
     engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR, reply]), policy="auto"))
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     [failed] = report.compensation_failed
     assert reason in (failed.error or "")
     assert [u.tool for u in report.compensated] == ["book_flight"]
@@ -226,7 +216,7 @@ def test_a_model_timing_out_at_rollback_is_a_named_dead_letter(
         resolver_engine: Make, world: TravelWorld, clock: VirtualClock) -> None:
     model = ScriptedModel([RIGHT_PAIR, Slow(RIGHT_MAPPING, 31.0)], clock=clock)
     engine = resolver_engine(LLMResolver(model, policy="auto", timeout=30.0))
-    report = _trip_that_fails(engine, world)
+    report = trip_that_fails(engine, world)
     [failed] = report.compensation_failed
     assert "answered after 31s, over the timeout of 30s" in (failed.error or "")
     assert [b["kind"] for b in world.live()] == ["hotel"]

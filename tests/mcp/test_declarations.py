@@ -107,8 +107,8 @@ def test_a_before_image_lets_compensation_args_refer_to_before() -> None:
     ([tool(annotations={"recovery": {"strategy": "compensation", "compensatingOperation": {
         "operationId": "cancel_flight", "parameters": {"id": "$response.header.X"}}}}), CANCEL],
      "not a runtime expression RAC can follow"),
-    ([tool(annotations={"recovery": {"strategy": "retry-elsewhere"}})],
-     "strategy' must be 'compensation'"),
+    ([tool(annotations={"recovery": {"compensatingOperation": {"operationId": "c"}}})],
+     "strategy' must name a recovery strategy"),
     ([tool(annotations={"x-compensation-pair": "nope"})],
      "field 'annotations.x-compensation-pair' names 'nope'"),
 ])

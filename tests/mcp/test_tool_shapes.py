@@ -4,13 +4,14 @@ tools langchain-mcp-adapters builds (plain and with `tool_name_prefix`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 import rac
 import rac.mcp
+from tests.mcp import mcp2
 
 pytest.importorskip("mcp")
 from mcp.types import Tool, ToolAnnotations  # noqa: E402
@@ -35,38 +36,13 @@ def v1_tools() -> list[Tool]:
     ]
 
 
-# mcp 2.x cannot be installed beside this workspace's pins (crewai and semantic-kernel need
-# mcp < 2): its shape is built here as its types present it. Attributes are snake_case,
-# `_meta` is `meta`, and `ToolAnnotations` keeps only the fields it knows.
-@dataclass
-class V2ToolAnnotations:
-    title: str | None = None
-    read_only_hint: bool | None = None
-    destructive_hint: bool | None = None
-    idempotent_hint: bool | None = None
-    open_world_hint: bool | None = None
-
-
-@dataclass
-class V2Tool:
-    name: str
-    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
-    annotations: V2ToolAnnotations | None = None
-    meta: dict[str, Any] | None = None
-    title: str | None = None
-    description: str | None = None
-
-
-def v2_tools() -> list[V2Tool]:
-    return [
-        V2Tool("book_flight", meta=BOOK_META,
-               annotations=V2ToolAnnotations(read_only_hint=False, destructive_hint=False)),
-        # x-compensation-pair was dropped by 2.x's ToolAnnotations: only _meta carries it now
-        V2Tool("book_partner", meta={KEY: {"compensation": "cancel_flight"}}),
-        V2Tool("cancel_flight", annotations=V2ToolAnnotations(destructive_hint=True,
-                                                              idempotent_hint=True)),
-        V2Tool("search", annotations=V2ToolAnnotations(read_only_hint=True)),
-    ]
+def v2_tools() -> list[mcp2.Tool]:
+    """The same tools as mcp 2.x's `ClientSession.list_tools()` returns them."""
+    tools = mcp2.listed([t.model_dump(by_alias=True, exclude_none=True) for t in v1_tools()])
+    # x-compensation-pair was dropped by 2.x's ToolAnnotations: only _meta carries it now
+    assert tools[1].annotations == mcp2.ToolAnnotations()
+    tools[1].meta = {KEY: {"compensation": "cancel_flight"}}
+    return tools
 
 
 def langchain_tools(prefix: bool = False) -> list[Any]:

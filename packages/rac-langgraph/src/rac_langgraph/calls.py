@@ -80,8 +80,9 @@ class RACToolCalls:
         run = self._opened()
         explicit = run is not None
         if run is None:
-            run = self.turns.turn_run(request.state, getattr(request.runtime, "config", None),
-                                      agent)
+            runtime = request.runtime
+            run = self.turns.turn_run(request.state, getattr(runtime, "config", None), agent,
+                                      runtime)
         self._offer(run, request)
         call = request.tool_call
         requested = call["name"]
@@ -116,8 +117,9 @@ class RACToolCalls:
         run = self._opened()
         explicit = run is not None
         if run is None:
+            runtime = request.runtime
             run = await self.turns.aturn_run(
-                request.state, getattr(request.runtime, "config", None), agent)
+                request.state, getattr(runtime, "config", None), agent, runtime)
         self._offer(run, request)
         call = request.tool_call
         requested = call["name"]

@@ -6,12 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import ToolException
 from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
 import rac
 import rac.mcp
 from rac.adapters import CallRefused
+from rac.classify import Classification, default_classify
 from rac.serialize import as_fields
 
 #: The name the results plugin is registered under in an engine's plugin manager.
@@ -124,8 +126,50 @@ def result_value(result: Any, tool_call_id: str | None = None) -> Any:
     return None
 
 
+#: How many links of an exception's cause chain a wrapped error is looked for in.
+_CHAIN_LIMIT = 8
+
+
+def wrapped_error(error: BaseException) -> BaseException | None:
+    """The error a LangChain ``ToolException`` was raised from (``raise ToolException(...)
+    from e``, or raised while handling ``e``): the first link of its cause chain that is not
+    itself a ``ToolException``; None if it wraps nothing."""
+    seen = 0
+    current: BaseException | None = error
+    while current is not None and seen < _CHAIN_LIMIT:
+        nxt = current.__cause__ or (None if current.__suppress_context__
+                                    else current.__context__)
+        if nxt is None or not isinstance(nxt, ToolException):
+            return nxt
+        current, seen = nxt, seen + 1
+    return None
+
+
+def classify_tool_exception(error: BaseException) -> Classification | None:
+    """What a ``ToolException`` around another error means: the wrapped error's kind when
+    RAC's rules know it (a ``ToolException`` raised from a ``TimeoutError`` or an
+    ``httpx.ReadTimeout`` may have taken effect: ambiguous; one from a refused connection is
+    transient), else None (the default rules read the ``ToolException`` itself)."""
+    if not isinstance(error, ToolException):
+        return None
+    inner = wrapped_error(error)
+    if inner is None:
+        return None
+    verdict = default_classify(inner)
+    if verdict.fallback:
+        return None
+    return Classification(verdict.kind, verdict.retry_after,
+                          f"ToolException around {verdict.reason}")
+
+
 class LangGraphResults:
-    """RAC plugin: unwraps ``ToolMessage`` and ``Command`` results (``rac_normalize_result``)."""
+    """RAC plugin: unwraps ``ToolMessage`` and ``Command`` results (``rac_normalize_result``)
+    and says what LangChain's ``ToolException`` around another error means
+    (``rac_classify_error``)."""
+
+    @rac.hookimpl
+    def rac_classify_error(self, error: BaseException) -> Classification | None:
+        return classify_tool_exception(error)
 
     @rac.hookimpl
     def rac_normalize_result(self, tool: str, result: Any) -> Any:

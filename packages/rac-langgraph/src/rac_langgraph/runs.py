@@ -29,15 +29,12 @@ import rac.mcp
 from rac.adapters import RunRegistry, ToolSetCache, registry_of
 from rac.events import emit
 from rac.models import RecordKind, RecordStatus, RunStatus
+from rac_langgraph import pregel
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
 TurnKey = tuple[str | None, str, str]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
-#: Where LangGraph puts the graph's checkpointer and the step's loop bounds in a step's
-#: config (``configurable``).
-_CHECKPOINTER = "__pregel_checkpointer"
-_SCRATCHPAD = "__pregel_scratchpad"
 #: How many saved checkpoints a walk to the turn's input checkpoint reads at most.
 _WALK_LIMIT = 256
 
@@ -88,17 +85,17 @@ def turn_run_id(thread: str, anchor: str) -> str:
 
 
 def _checkpointed(config: Mapping[str, Any] | None) -> tuple[Any, str, str] | None:
-    """(checkpointer, thread, root checkpoint id) of a step of a checkpointed thread."""
+    """(checkpointer, thread, root checkpoint id) of a step of a checkpointed thread (read
+    through :mod:`rac_langgraph.pregel`)."""
     configurable = config.get("configurable") if config else None
     if not configurable:
         return None
-    saver = configurable.get(_CHECKPOINTER)
+    saver = pregel.checkpointer(configurable)
     thread = _thread(configurable)
-    checkpoints = configurable.get("checkpoint_map")
-    root = checkpoints.get("") if isinstance(checkpoints, Mapping) else None
-    if saver is None or thread is None or not root:
+    root = pregel.root_checkpoint(configurable)
+    if saver is None or thread is None or root is None:
         return None
-    return saver, thread, str(root)
+    return saver, thread, root
 
 
 def _lookup(thread: str, checkpoint_id: str) -> dict[str, Any]:
@@ -120,18 +117,6 @@ def _parent(found: Any) -> tuple[bool, str | None]:
 def _input_step(found: Any) -> str:
     """The anchor of a turn: the step number of its ``input`` checkpoint."""
     return str((found.metadata or {}).get("step"))
-
-
-def _starting_step(config: Mapping[str, Any]) -> str | None:
-    """The step number the running invocation's ``input`` checkpoint has (or will have once
-    LangGraph has saved it), read from the step's loop bounds; None if unknown."""
-    configurable = config.get("configurable") or {}
-    scratchpad = configurable.get(_SCRATCHPAD)
-    stop = getattr(scratchpad, "stop", None)
-    limit = config.get("recursion_limit")
-    if isinstance(stop, int) and isinstance(limit, int):
-        return str(stop - limit - 1)
-    return None
 
 
 class Replay:
@@ -182,26 +167,31 @@ class TurnRuns(RunRegistry[TurnKey]):
         return rac_tool_or_none(tool)
 
     # -- finding the turn's run -----------------------------------------------------------------
-    def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str) -> rac.Run:
+    def turn_run(self, state: Any, config: Mapping[str, Any] | None, agent_id: str,
+                 runtime: Any = None) -> rac.Run:
         """The run of the turn ``state``/``config`` belong to (opened, or found in the log,
-        on first use)."""
+        on first use); ``runtime`` is the step's (it tells whether the thread is persisted)."""
         found = _checkpointed(config)
         if found is not None:
             saver, thread, root = found
-            anchor = self._anchor(saver, thread, root) or _starting_step(config or {})
+            anchor = self._anchor(saver, thread, root) or pregel.loop_start(config or {})
             if anchor is not None:
                 return self._durable(thread, anchor, agent_id)
+        elif runtime is not None:
+            pregel.internals_missing(runtime)
         return self.run_for(turn_key(state, config), agent_id=agent_id)
 
     async def aturn_run(self, state: Any, config: Mapping[str, Any] | None,
-                        agent_id: str) -> rac.Run:
+                        agent_id: str, runtime: Any = None) -> rac.Run:
         """:meth:`turn_run` for the async path (an async checkpointer is read with ``await``)."""
         found = _checkpointed(config)
         if found is not None:
             saver, thread, root = found
-            anchor = await self._aanchor(saver, thread, root) or _starting_step(config or {})
+            anchor = await self._aanchor(saver, thread, root) or pregel.loop_start(config or {})
             if anchor is not None:
                 return self._durable(thread, anchor, agent_id)
+        elif runtime is not None:
+            pregel.internals_missing(runtime)
         return self.run_for(turn_key(state, config), agent_id=agent_id)
 
     def _durable(self, thread: str, anchor: str, agent_id: str) -> rac.Run:
@@ -374,7 +364,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         other agents of the turn."""
         found = _checkpointed(config)
         if found is not None:
-            anchor = self._anchor(*found) or _starting_step(config or {})
+            anchor = self._anchor(*found) or pregel.loop_start(config or {})
             if anchor is not None:
                 self.finish((found[1], "input", anchor))
                 return

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
-from rac.adapters.params import params_from_schema
+from rac.adapters.params import json_schema_of, params_from_schema
 from rac.engine import RAC
 from rac.tools import AsyncCall, SyncCall, Tool, ToolSet
 
@@ -20,10 +20,13 @@ def framework_tool(name: str, *, call: SyncCall | None = None, acall: AsyncCall 
     """A :class:`rac.Tool` that calls a framework tool directly: ``call(args)`` /
     ``acall(args)`` run it the way the framework would (with its validation), and ``schema``
     (a JSON schema or a pydantic model, see :func:`params_from_schema`) gives the parameter
-    names RAC maps compensation arguments to."""
+    names RAC maps compensation arguments to. The JSON schema itself is kept as the tool's
+    ``schema`` (argument types and descriptions): what RAC shows a model proposing a
+    compensation and checks a proposed mapping's values against, as the framework would check
+    the call."""
     params, required = params_from_schema(schema)
     return Tool(name, call=call, acall=acall, params=params, required=required,
-                description=description or "")
+                schema=json_schema_of(schema), description=description or "")
 
 
 class ToolCache(Generic[T]):

@@ -15,7 +15,8 @@ key, as the MCP specification asks of ``_meta`` keys)::
 Every field is optional. Two other shapes are read for interoperability: the ``recovery``
 annotation of the MCP proposal SEP-3172 (``{"strategy": "compensation",
 "compensatingOperation": {"operationId": ..., "parameters": {...}}}``, parameters as OpenAPI
-runtime expressions ``$response.body#/field`` and ``$request.body#/field``), and the
+runtime expressions ``$response.body#/field`` and ``$request.body#/field``; another strategy
+declares nothing and is logged), and the
 ``x-compensation-pair`` annotation or input-schema key of the reference implementation
 (a compensating tool's name). Before the reverse-DNS key, RAC read a bare ``rac`` key; it is
 still read.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rac.errors import ConfigurationError
+from rac.events import emit
 from rac.registry import BeforeImage, Lookup
 
 #: The ``_meta`` key under which a tool declares how RAC recovers it.
@@ -220,21 +222,51 @@ def _runtime_expression(expr: Any, where: _Where, fld: str) -> str:
                            "'$response.body#/<field>' or '$request.body#/<field>'")
 
 
+def _fields(obj: Any) -> Any:
+    """``obj`` as a mapping when it is a pydantic model or plain object (the mcp 2.x SDK gives
+    nested annotation values as objects with snake_case attributes); other values unchanged."""
+    if obj is None or isinstance(obj, Mapping | str | int | float | bool | list | tuple):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(by_alias=True, exclude_none=True)
+    if hasattr(obj, "__dict__"):
+        return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
+    return obj
+
+
+def _get(holder: Mapping[str, Any], wire: str, snake: str) -> Any:
+    """A field by its wire (camelCase) name, or by the snake_case attribute name of mcp 2.x."""
+    value = holder.get(wire)
+    return _fields(holder.get(snake) if value is None else value)
+
+
 def _sep_3172(recovery: Any, where: _Where) -> dict[str, Any]:
+    """SEP-3172's ``recovery`` annotation as RAC's fields. A strategy other than
+    ``"compensation"`` (the only one the proposal defines; it keeps the field open for others)
+    declares nothing RAC can use: it is logged and the tool keeps RAC's default protection."""
+    recovery = _fields(recovery)
     if not isinstance(recovery, Mapping):
         raise where.error("", f"must be an object, got {type(recovery).__name__}")
-    if recovery.get("strategy") != "compensation":
-        raise where.error("strategy", f"must be 'compensation' (the only strategy RAC knows), "
-                                      f"got {recovery.get('strategy')!r}")
-    op = recovery.get("compensatingOperation")
+    strategy = recovery.get("strategy")
+    if not isinstance(strategy, str) or not strategy:
+        raise where.error("strategy", f"must name a recovery strategy such as 'compensation', "
+                                      f"got {strategy!r}")
+    if strategy != "compensation":
+        emit("rac.mcp.recovery_strategy_unknown", level="warning", server=where.server,
+             tool=where.tool, strategy=strategy, status="ignored",
+             reason="RAC follows only the 'compensation' strategy of SEP-3172; the tool is "
+                    "protected as a side effect with no declared undo")
+        return {}
+    op = _get(recovery, "compensatingOperation", "compensating_operation")
     if not isinstance(op, Mapping):
         raise where.error("compensatingOperation", "must be an object with 'operationId' and "
                                                    "'parameters'")
-    params = op.get("parameters") or {}
+    params = _get(op, "parameters", "parameters") or {}
     if not isinstance(params, Mapping):
         raise where.error("compensatingOperation.parameters", "must map parameter names to "
                                                               "runtime expressions")
-    return {"compensator": _tool_name(op.get("operationId"), where,
+    return {"compensator": _tool_name(_get(op, "operationId", "operation_id"), where,
                                       "compensatingOperation.operationId"),
             "args": {str(k): _runtime_expression(v, where, f"compensatingOperation."
                                                            f"parameters.{k}")

@@ -376,9 +376,5 @@ def _newest_usable(pairs: list[PairRecord], compensator: str) -> PairRecord | No
 
 def _tools_of(engine: RAC) -> dict[str, Tool]:
     """The tools on offer: the engine's, and those of the run open in this context."""
-    tools = dict(engine.tools)
     run = engine.current_run()
-    if run is not None:
-        # Run has no public listing of its tools; ``tool(name)`` is public but needs a name.
-        tools.update(getattr(run, "_tools", {}))
-    return tools
+    return run.tools() if run is not None else dict(engine.tools)

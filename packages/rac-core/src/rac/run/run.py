@@ -136,6 +136,10 @@ class Run:
         """The tool called ``name`` in this run or the engine, or None."""
         return self._tools.get(name) or self.engine.tools.get(name)
 
+    def tools(self) -> dict[str, Tool]:
+        """The tools callable in this run, its own and the engine's, by name (a copy)."""
+        return {**self.engine.tools, **self._tools}
+
     # -- opening and closing -------------------------------------------------------------------
     def start(self) -> None:
         """Write the run's row if it is not written yet (the first call does this)."""

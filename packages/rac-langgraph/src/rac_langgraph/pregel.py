@@ -1,0 +1,75 @@
+"""What RAC reads of a running LangGraph step that LangGraph offers no public API for, in one
+place.
+
+A tool call's turn is the thread's nearest ``input`` checkpoint (see :mod:`rac_langgraph.runs`),
+so RAC must read the thread's checkpoints from inside a tool node. LangGraph's public API gives a
+step its thread id (``config["configurable"]["thread_id"]``), its own checkpoint id and
+namespace, and whether the thread is persisted at all (``runtime.execution_info``), but not the
+checkpointer, the root graph's checkpoint id from inside a subgraph, nor the step the running
+invocation started at. Those three are read here from LangGraph's private config keys (checked
+against langgraph 1.2). ``tests/adapters/langgraph/test_pregel_internals.py`` fails loudly if a
+LangGraph release changes them; at run time a step of a persisted thread whose keys are missing
+emits one ``rac_langgraph.langgraph_internals_changed`` warning, and turns then fall back to
+the in-process rule (the last human message) that threads without a checkpointer use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rac.events import emit
+
+#: The graph's checkpointer, in a step's ``configurable`` (LangGraph's
+#: ``CONFIG_KEY_CHECKPOINTER``; a subgraph gets its parent's).
+CHECKPOINTER_KEY = "__pregel_checkpointer"
+#: The step's scratchpad, whose ``stop`` is the running loop's step bound
+#: (``CONFIG_KEY_SCRATCHPAD``).
+SCRATCHPAD_KEY = "__pregel_scratchpad"
+#: checkpoint namespace -> checkpoint id of each graph the step runs in, the root graph's under
+#: ``""`` (``CONFIG_KEY_CHECKPOINT_MAP``).
+CHECKPOINT_MAP_KEY = "checkpoint_map"
+
+_warned: list[bool] = []
+
+
+def checkpointer(configurable: Mapping[str, Any]) -> Any | None:
+    """The checkpointer of the graph a step runs in, or None if the thread is not persisted."""
+    return configurable.get(CHECKPOINTER_KEY)
+
+
+def root_checkpoint(configurable: Mapping[str, Any]) -> str | None:
+    """The id of the root graph's checkpoint the step runs from (also from a subgraph)."""
+    checkpoints = configurable.get(CHECKPOINT_MAP_KEY)
+    root = checkpoints.get("") if isinstance(checkpoints, Mapping) else None
+    return str(root) if root else None
+
+
+def loop_start(config: Mapping[str, Any]) -> str | None:
+    """The step number the running invocation's ``input`` checkpoint has (or will have once
+    LangGraph has saved it), from the loop's bound: LangGraph stops a loop that started at step
+    ``s`` before step ``s + recursion_limit + 1``. None if unknown."""
+    configurable = config.get("configurable") or {}
+    stop = getattr(configurable.get(SCRATCHPAD_KEY), "stop", None)
+    limit = config.get("recursion_limit")
+    if isinstance(stop, int) and isinstance(limit, int):
+        return str(stop - limit - 1)
+    return None
+
+
+def persisted(runtime: Any) -> bool:
+    """True if LangGraph says (publicly) that the step's thread is persisted: its
+    ``execution_info`` has a thread id only when the graph has a checkpointer."""
+    info = getattr(runtime, "execution_info", None)
+    return getattr(info, "thread_id", None) is not None
+
+
+def internals_missing(runtime: Any) -> None:
+    """A persisted thread's step lacks the private keys this module reads: say so, once per
+    process (turns fall back to the in-process rule, and a resumed thread after a restart no
+    longer finds its turn's run)."""
+    if persisted(runtime) and not _warned:
+        _warned.append(True)
+        emit("rac_langgraph.langgraph_internals_changed", level="warning",
+             missing=[CHECKPOINTER_KEY, CHECKPOINT_MAP_KEY],
+             consequence="turns of checkpointed threads are not durable across processes")

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -290,6 +291,31 @@ class RACToolCalls:
         if rolled_back and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
             return reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
         return reply
+
+    # -- telling a resumed model ------------------------------------------------------------
+    def rollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+        """Once per turn: what the model must hear before it acts, when this step is the first
+        of an invocation that resumes a checkpointed thread whose turn ``rac recover`` rolled
+        back (what was undone, what could not be); else None. ``config`` is the step's
+        (default: LangGraph's ``get_config()``). ``RACMiddleware(tell_model=True)`` calls it
+        before each model call; in a hand-built graph, call it at the start of the model
+        node and put the text before the messages."""
+        if config is None:
+            config = get_config()
+        return self.turns.resumed_note(config, self._agent_of(config))
+
+    async def arollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+        """:meth:`rollback_notice` for the async path (async checkpointers)."""
+        if config is None:
+            config = get_config()
+        return await self.turns.aresumed_note(config, self._agent_of(config))
+
+    def _agent_of(self, config: Mapping[str, Any]) -> str:
+        if self.agent_id is not None:
+            return self.agent_id
+        metadata = config.get("metadata")
+        name = metadata.get("lc_agent_name") if metadata else None
+        return str(name) if name else self.engine.agent_id
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of the turn ``state``/``config`` belong to completed."""

@@ -40,9 +40,11 @@ def _parse(call: Message) -> tuple[str, dict[str, Any]]:
 
 
 def agent_loop(model: Model, tools: dict[str, Callable[..., Any]], user: str,
-               execute: Execute | None = None, max_turns: int = 10) -> list[Message]:
+               execute: Execute | None = None, max_turns: int = 10,
+               workers: int | None = None) -> list[Message]:
     """Ask the model, run the tool calls it asks for (those of one reply together, in a thread
-    pool), feed the results back, until it answers."""
+    pool of ``workers`` threads, default one per call; 1: one after another), feed the results
+    back, until it answers."""
     messages: list[Message] = [{"role": "user", "content": user}]
     for _ in range(max_turns):
         reply = model(messages)
@@ -57,7 +59,7 @@ def agent_loop(model: Model, tools: dict[str, Callable[..., Any]], user: str,
                 return {"role": "tool", "content": call_tool(tools, name, args)}
             return execute(name, args, reply)
 
-        with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        with ThreadPoolExecutor(max_workers=workers or max(1, len(calls))) as pool:
             results = list(pool.map(one, calls))
         for call, result in zip(calls, results, strict=True):
             messages.append({"tool_call_id": call["id"], "name": call["function"]["name"],
@@ -103,7 +105,8 @@ def _reply(outcome: rac.CallOutcome) -> Message:
 
 
 def rac_agent_loop(engine: rac.RAC, model: Model, tools: dict[str, Callable[..., Any]],
-                   user: str, *, agent_id: str = "assistant") -> tuple[rac.Run, list[Message]]:
+                   user: str, *, agent_id: str = "assistant",
+                   workers: int | None = None) -> tuple[rac.Run, list[Message]]:
     """Run :func:`agent_loop` with every tool call under RAC; one invocation is one run."""
     engine = engine_for(engine, {}, plugin=JSONToolOutput(), plugin_name="tool_calls.json")
     with open_or_join(engine, agent_id=agent_id, tools=list(tools.values())) as run:
@@ -113,7 +116,7 @@ def rac_agent_loop(engine: rac.RAC, model: Model, tools: dict[str, Callable[...,
             return _reply(batch.execute(name, args, lambda n, a: call_tool(tools, n, a),
                                         agent_id=agent_id))
 
-        messages = agent_loop(model, tools, user, execute=execute)
+        messages = agent_loop(model, tools, user, execute=execute, workers=workers)
     return run, messages
 
 

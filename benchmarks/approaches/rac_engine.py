@@ -44,10 +44,13 @@ def scenario_db_dir() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
-def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
+def compensations(world: type[World] | World, *,
+                  lookups: bool = False) -> dict[str, rac.Compensation]:
     """A world's compensation table in RAC's terms (argument paths, nothing guessed), plus the
-    updates a before-image can undo, where the core offers ``rac.BeforeImage``."""
-    out = {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params))
+    updates a before-image can undo, where the core offers ``rac.BeforeImage``; with
+    ``lookups``, the forward tools the world can find again get their ``rac.Lookup``."""
+    out = {fwd: rac.Compensation(tool=spec.tool, args=dict(spec.params),
+                                 lookup=lookup(world, fwd) if lookups else None)
            for fwd, spec in world.compensations.items()}
     before_image = getattr(rac, "BeforeImage", None)
     if before_image is not None:
@@ -55,6 +58,15 @@ def compensations(world: type[World] | World) -> dict[str, rac.Compensation]:
             out[tool] = rac.Compensation(tool=tool, args=dict(args),
                                          before=before_image(read, args=dict(read_args)))
     return out
+
+
+def lookup(world: type[World] | World, tool: str) -> rac.Lookup | None:
+    """The ``rac.Lookup`` that reconciles ``tool``'s calls in ``world``, or None."""
+    spec = world.lookups.get(tool)
+    if spec is None:
+        return None
+    return rac.Lookup(spec.tool, args=dict(spec.args), items=spec.items,
+                      match=dict(spec.match))
 
 
 def declarations(world: type[World] | World) -> dict[str, Any]:
@@ -97,9 +109,10 @@ class ResultSchema:
 
 
 def make_engine(world: World, store: str, clock: Any,
-                schema: ResultSchema | None = None) -> rac.RAC:
-    """An engine configured for ``world``."""
-    return rac.RAC(compensations=compensations(world), alternatives=world.alternatives,
+                schema: ResultSchema | None = None, *, lookups: bool = False) -> rac.RAC:
+    """An engine configured for ``world`` (with ``lookups``: its lookups declared too)."""
+    return rac.RAC(compensations=compensations(world, lookups=lookups),
+                   alternatives=world.alternatives,
                    read_only=world.read_only, retry=RETRY, store=store, clock=clock,
                    plugins=[schema or ResultSchema(world.effect_field)], load_entrypoints=False,
                    **declarations(world))
@@ -142,11 +155,14 @@ class SwitchClock:
 
 @dataclass
 class RACApproach:
-    """RAC with a memory or SQLite store under the ReAct policy (or a forgetful one)."""
+    """RAC with a memory or SQLite store under the ReAct policy (or a forgetful one); with
+    ``lookups``, the world's lookups are declared as well (``rac-memory+lookup``), and the
+    approach runs only in worlds that have one (elsewhere it is ``rac-memory`` itself)."""
 
     store: str = "memory"
     p_forget: float = 0.0
     name: str = ""
+    lookups: bool = False
     _tmp: Path | None = field(default=None, repr=False)
     #: one engine per world class, reused by every run of this process (building an engine
     #: registers its plugins, which costs more than a whole run); each run gets its own store
@@ -156,7 +172,13 @@ class RACApproach:
     def __post_init__(self) -> None:
         if not self.name:
             self.name = f"rac-{self.store}" + (f"+forgetful-p{self.p_forget:g}"
-                                               if self.p_forget else "")
+                                               if self.p_forget else "") \
+                + ("+lookup" if self.lookups else "")
+
+    def applies(self, world: type[World]) -> bool:
+        """Whether this approach runs in ``world``'s cells (the lookup variant only where the
+        world declares a lookup)."""
+        return not self.lookups or bool(world.lookups)
 
     def _store_url(self, run_id: str) -> str:
         if self.store == "memory":
@@ -179,8 +201,8 @@ class RACApproach:
         if type(world) not in self._engines:
             clock = SwitchClock()
             schema = ResultSchema(world.effect_field)
-            self._engines[type(world)] = (make_engine(world, "memory://", clock, schema),
-                                          clock, schema)
+            self._engines[type(world)] = (make_engine(world, "memory://", clock, schema,
+                                                      lookups=self.lookups), clock, schema)
         engine, clock, schema = self._engines[type(world)]
         clock.target = setup.clock
         schema.keyed = setup.layer.keyed

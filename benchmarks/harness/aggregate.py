@@ -86,6 +86,19 @@ def _short(s: dict[str, Any]) -> dict[str, Any]:
     return {k: s[k] for k in CELL_KEYS}
 
 
+def live_by_tool(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """World -> tool -> how many residual runs left an effect of that tool live (each run's
+    first five live effects, as the rows keep them)."""
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    for r in rows:
+        if r["outcome"] != "residual":
+            continue
+        tools = {item.rsplit(" (", 1)[-1].rstrip(")") for item in r["live"]}
+        for tool in tools:
+            out[r["world"]][tool] = out[r["world"]].get(tool, 0) + 1
+    return {w: dict(sorted(t.items())) for w, t in sorted(out.items())}
+
+
 def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
     """``approaches``, ``by_class``, ``by_world`` and the examples of violations."""
     baseline = _clean_baseline(rows)
@@ -102,7 +115,7 @@ def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
         by_cell[(r["approach"], f"{r['world']}/{r['cls']}/{r['variant']}")].append(r)
     names = [a for a in approach_order if a in by_app]
     out: dict[str, Any] = {"approaches": {}, "by_class": {}, "by_world": {}, "by_variant": {},
-                           "by_world_class_variant": {}, "examples": {},
+                           "by_world_class_variant": {}, "live_by_tool": {}, "examples": {},
                            "false_clean_examples": {}}
     for a in names:
         s = summarise(by_app[a], baseline)
@@ -118,6 +131,7 @@ def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
         out["by_world_class_variant"][a] = {
             c: _short(summarise(v, baseline)) for (ap, c), v in sorted(by_cell.items())
             if ap == a}
+        out["live_by_tool"][a] = live_by_tool(by_app[a])
         out["false_clean_examples"][a] = [
             f"{r['scenario']} [{r['cls']}/{r['variant']}] seed {r['seed']}: live "
             + ", ".join(r["live"]) for r in by_app[a] if r["false_clean"]][:3]

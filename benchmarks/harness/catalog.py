@@ -39,8 +39,22 @@ def approaches() -> dict[str, Approach]:
     items += [PromptedRecovery(p) for p in P_FORGET_SWEEP]
     # (RAC under a forgetful model is not listed: RAC's policy never undoes from memory, so it
     # behaved exactly as rac-memory)
-    items += [SagaPlanning(), RACApproach("memory"), RACApproach("sqlite"), Reference()]
+    items += [SagaPlanning(), RACApproach("memory"), RACApproach("sqlite"),
+              RACApproach("memory", lookups=True), Reference()]
     return {a.name: a for a in items}
+
+
+@functools.cache
+def world_class(scenario_key: str) -> type:
+    """The class of the world a scenario runs in."""
+    return type(scenarios()[scenario_key].make_world(VirtualClock()))
+
+
+def runs_in(approach: str, scenario_key: str) -> bool:
+    """Whether ``approach`` runs in the scenario's cells (an approach may apply to some worlds
+    only: ``rac-memory+lookup`` to those that declare a lookup)."""
+    applies = getattr(approaches()[approach], "applies", None)
+    return applies is None or bool(applies(world_class(scenario_key)))
 
 
 def variants(scenario: Scenario) -> tuple[str, ...]:

@@ -162,10 +162,92 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
                          f"{tau2['runs']}, false all-clear in {tau2['false_clean_runs']}, "
                          f"silent residual in {tau2['silent_residual_runs']}; runs touching "
                          f"what tau2's tools cannot undo: {tau2['unundoable_runs']}.")
+    look = data["by_world"].get(LOOKUP, {}).get("tau2_airline")
+    if look:
+        lines.append(f"- With tau2 airline's booking lookup declared (`{LOOKUP}`, see below): "
+                     f"residual in {look['residual_runs']}/{look['runs']}, false all-clear in "
+                     f"{look['false_clean_runs']}, silent residual in "
+                     f"{look['silent_residual_runs']}.")
     ex = data.get("false_clean_examples", {}).get(name) or []
     if ex:
         lines.append("- Examples: " + "; ".join(ex) + ".")
     return lines
+
+
+#: the approach that declares the worlds' lookups, and the one it is compared with
+LOOKUP, WITHOUT_LOOKUP = "rac-memory+lookup", "rac-memory"
+
+
+def _live_tools(data: dict[str, Any], names: list[str], worlds: list[str]) -> list[str]:
+    """What stays live in the residual runs, by tool (all classes; per world)."""
+    by_tool = data.get("live_by_tool")
+    if not by_tool:
+        return []
+    return ["What is still live in the residual runs (all classes), by the tool that made it "
+            "(runs): " + "; ".join(
+                f"`{n}` / {w}: " + ", ".join(f"`{t}` {k}" for t, k in
+                                            by_tool.get(n, {}).get(w, {}).items())
+                for n in names for w in worlds) + "."]
+
+
+def _lookup_section(data: dict[str, Any]) -> list[str]:
+    """``rac-memory`` against ``rac-memory+lookup`` in the worlds that declare a lookup."""
+    if LOOKUP not in data["approaches"] or WITHOUT_LOOKUP not in data["approaches"]:
+        return []
+    worlds = sorted(data["by_world"][LOOKUP])
+    keys = ("runs", "residual_runs", "silent_residual_runs", "false_clean_runs",
+            "compensated_runs", "goal_completion", "tool_calls", "policy_steps")
+    lines = ["| approach / world | runs | residual | silent residual | false all-clear | "
+             "performed an undo | goal completion | tool calls per run | policy steps per "
+             "run |", "|---|" + "---:|" * 8]
+    for world in worlds:
+        for name in (WITHOUT_LOOKUP, LOOKUP):
+            s = data["by_world"][name].get(world)
+            if s is None:
+                continue
+            cells = [_pct(s[k]) if k == "goal_completion" else
+                     (f"{s[k]:.2f}" if isinstance(s[k], float) else str(s[k])) for k in keys]
+            lines.append(f"| {name} / {world} | " + " | ".join(cells) + " |")
+    names = [WITHOUT_LOOKUP, LOOKUP]
+    doubt = {n: [c for k, c in data["by_world_class_variant"][n].items()
+                 if k.split("/")[0] in worlds and k.split("/")[1] in IN_DOUBT]
+             for n in names}
+    res = {n: (sum(c["residual_runs"] for c in doubt[n]), sum(c["runs"] for c in doubt[n]))
+           for n in names}
+    out = [
+        "## Lookups: bookings that may have happened, found again",
+        "",
+        f"`{LOOKUP}` is `{WITHOUT_LOOKUP}` with the worlds' lookups declared as well "
+        "(`rac.Lookup`): tau2 airline's `book_reservation` is reconciled through "
+        "`list_user_reservations_booked_now`, a read built from tau2's own "
+        "`get_user_details` and `get_reservation_details` over its real database: the "
+        "user's reservations whose `created_at` is tau2's current time (its clock is frozen "
+        "and stamps every booking; every shipped reservation is older), each with its "
+        "itinerary as booked. A reservation is the call's effect when its route, trip type, "
+        "cabin, itinerary, passengers, payments, bags and insurance all equal the call's "
+        "arguments; RAC leaves out the reservations its other records already hold, and a "
+        "cancelled one never matches (its payment history holds the refunds). Found: the run "
+        "goes on with that reservation as the call's result (no second booking; a rollback "
+        "cancels it). Absent: retried. The lookup failing: the call is in doubt and named. "
+        f"`{LOOKUP}` runs only in the worlds that declare a lookup ({', '.join(worlds)}), "
+        "so its headline row is over those cells alone; compare it here with "
+        f"`{WITHOUT_LOOKUP}` on the same cells. The lookup's read counts as a tool call.",
+        "",
+        *lines,
+        "",
+        f"In-doubt classes ({', '.join(IN_DOUBT)}) in these worlds: residual in "
+        + ", ".join(f"`{n}` {res[n][0]}/{res[n][1]}" for n in names) + ".",
+        "",
+        *_live_tools(data, names, worlds),
+        "",
+        "Residual runs per class, then false all-clears:",
+        "",
+    ]
+    for world in worlds:
+        out += [*_cell_table(data["by_world_class_variant"], names, world, "residual_runs"),
+                "", *_cell_table(data["by_world_class_variant"], names, world,
+                                 "false_clean_runs"), ""]
+    return out
 
 
 def render_markdown(data: dict[str, Any]) -> str:
@@ -224,6 +306,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         *_headline_table(data["approaches"]),
         "",
+        *([f"`{LOOKUP}` runs only in the worlds that declare a lookup (tau2 airline): its "
+           "row is over those cells alone (compared cell for cell with "
+           f"`{WITHOUT_LOOKUP}` [below](#lookups-bookings-that-may-have-happened-found-again))."
+           , ""] if LOOKUP in data["approaches"] else []),
         "![outcomes](img/bench-outcomes.png)",
         "",
         "![steps](img/bench-steps.png)",
@@ -234,6 +320,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         "![false all-clear](img/bench-false-clean.png)",
         "",
+        *_lookup_section(data),
         "## Setup",
         "",
         "- **Worlds.** travel (flights with seats, hotels with a partner channel, cars, a "
@@ -281,7 +368,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         "call per plan, one validation call per step and one per compensation). `rac-memory` / "
         "`rac-sqlite`: RAC under the ReAct policy, one nested scope per step, the compensations "
         "declared as a careful user would (argument paths, nothing guessed; an update of tau2 "
-        "is declared undoable only where the core can restore a before-image). `reference`: "
+        "is declared undoable only where the core can restore a before-image). "
+        f"`{LOOKUP}`: `rac-memory` with the worlds' lookups declared too, in the worlds that "
+        "have one (see above). `reference`: "
         "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
         "exact state mappers. None of the baselines passes idempotency keys (a model does not "
         "make them up); RAC passes one to every tool that declares the parameter. The "

@@ -85,7 +85,8 @@ def tasks(seeds: int,
     names = approaches or list(catalog.approaches())
     seed_list = list(range(seeds))
     order = sorted(names, key=lambda n: 0 if "sqlite" in n else 1)
-    return [(a, sk, fc, v, seed_list) for a in order for sk, fc, v in catalog.cells()]
+    return [(a, sk, fc, v, seed_list) for a in order for sk, fc, v in catalog.cells()
+            if catalog.runs_in(a, sk)]
 
 
 def run_all(seeds: int, *, workers: int | None = None, approaches: list[str] | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-RAC_NAMES = ("rac-memory", "rac-sqlite")
+RAC_NAMES = ("rac-memory", "rac-sqlite", "rac-memory+lookup")
 
 
 def rollback_slope(by_n: dict[str, float]) -> tuple[float, float]:

@@ -31,6 +31,19 @@ class CompSpec:
         return {name: resolve(path, args, result) for name, path in self.params.items()}
 
 
+@dataclass(frozen=True)
+class LookupSpec:
+    """How a forward call that may have happened is found again (RAC's ``rac.Lookup``): a
+    read tool, its arguments as paths into the call's arguments, the path to the list of
+    candidates in its result, and the candidate fields that must equal paths into the call's
+    arguments for a candidate to be the call's effect."""
+
+    tool: str
+    args: dict[str, str]
+    items: str
+    match: dict[str, str]
+
+
 class World:
     """Base of all worlds. Subclasses define tools as methods and the class-level tables."""
 
@@ -49,6 +62,9 @@ class World:
     #: updates undone by calling the same tool with the values read before it ran:
     #: tool -> (read tool, read args, compensation args with ``before.`` paths)
     restores: ClassVar[dict[str, tuple[str, dict[str, str], dict[str, str]]]] = {}
+    #: forward tools whose calls a read tool can find again after an in-doubt failure
+    #: (declared to RAC only by the approaches that declare lookups)
+    lookups: ClassVar[dict[str, LookupSpec]] = {}
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock

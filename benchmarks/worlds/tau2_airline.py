@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from benchmarks.harness.classify import Judgement, Live
 from benchmarks.harness.clock import TOOL_LATENCY_S, VirtualClock
 from benchmarks.harness.scenario import Option, Scenario, Slot
-from benchmarks.worlds.base import CompSpec, World
+from benchmarks.worlds.base import CompSpec, LookupSpec, World
 
 if TYPE_CHECKING:
     from benchmarks.approaches.base import Episode
@@ -42,6 +42,11 @@ UPDATE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 SAME_AS_BEFORE = ("flights", "cabin", "passengers", "total_baggages", "nonfree_baggages",
                   "status")
+
+
+#: the read tool a ``book_reservation`` that may have happened is found again with (see
+#: :meth:`Tau2AirlineWorld.list_user_reservations_booked_now`)
+BOOKING_LOOKUP = "list_user_reservations_booked_now"
 
 
 def same_field(name: str, a: Any, b: Any) -> bool:
@@ -82,7 +87,22 @@ class Tau2AirlineWorld(World):
                                      {"reservation_id": "result.reservation_id"}),
     }
     read_only = frozenset({"get_user_details", "get_reservation_details",
-                           "search_direct_flight"})
+                           "search_direct_flight", BOOKING_LOOKUP})
+    #: a booking is the user's reservation booked now whose every booked field equals the
+    #: call's arguments: route, trip type, cabin, itinerary (flight numbers and dates),
+    #: passengers, payments, bags and insurance. A reservation another call of the run made
+    #: is never credited to this one (RAC leaves out the effects its other records hold); a
+    #: cancelled one does not match (its payment history holds the refunds)
+    lookups: ClassVar[dict[str, LookupSpec]] = {
+        "book_reservation": LookupSpec(
+            BOOKING_LOOKUP, {"user_id": "args.user_id"}, "result.reservations",
+            {"user_id": "args.user_id", "origin": "args.origin",
+             "destination": "args.destination", "flight_type": "args.flight_type",
+             "cabin": "args.cabin", "itinerary": "args.flights",
+             "passengers": "args.passengers", "payment_history": "args.payment_methods",
+             "total_baggages": "args.total_baggages",
+             "nonfree_baggages": "args.nonfree_baggages", "insurance": "args.insurance"}),
+    }
     #: a repeat with the same values charges nothing and changes nothing (tau2 prices the
     #: difference to the reservation as it is)
     idempotent_tools = frozenset(UPDATE_FIELDS)
@@ -124,8 +144,36 @@ class Tau2AirlineWorld(World):
         return super().effectful() | set(self.updates)
 
     def tools(self) -> dict[str, Callable[..., Any]]:
-        """tau2's tools by name, each called through ``Environment.use_tool``."""
-        return {name: self._tool(name) for name in self.tool_names()}
+        """tau2's tools by name, each called through ``Environment.use_tool``, and the read
+        that finds a booking again (:meth:`list_user_reservations_booked_now`)."""
+        return {name: self.list_user_reservations_booked_now if name == BOOKING_LOOKUP
+                else self._tool(name) for name in self.tool_names()}
+
+    def list_user_reservations_booked_now(self, user_id: str) -> dict[str, Any]:
+        """The user's reservations booked at tau2's current time, each as
+        ``get_reservation_details`` returns it plus its ``itinerary`` as it was booked
+        (``[{"flight_number", "date"}]``, the shape of ``book_reservation``'s ``flights``).
+
+        Built from tau2's own reads (``get_user_details``, then ``get_reservation_details``
+        for each of the user's reservations) over its real database; nothing is kept on the
+        side. "Booked now" is tau2's own notion: its clock is frozen
+        (``AirlineTools._get_datetime()``, 2024-05-15T15:00:00) and stamps every booking's
+        ``created_at``; every reservation of the shipped database was created before it, so
+        a reservation that existed before the episode is never listed, whatever it holds.
+        One call to the service (one tool latency)."""
+        self.clock.advance(TOOL_LATENCY_S)
+        user = self.env.use_tool("get_user_details", user_id=user_id)
+        now = self.env.tools._get_datetime()
+        found = []
+        for rid in user.reservations:
+            res = self.env.use_tool("get_reservation_details", reservation_id=rid)
+            if res.created_at < now:
+                continue
+            item = res.model_dump()
+            item["itinerary"] = [{"flight_number": f.flight_number, "date": f.date}
+                                 for f in res.flights]
+            found.append(item)
+        return {"user_id": user_id, "reservations": found}
 
     def _tool(self, name: str) -> Callable[..., Any]:
         fn = getattr(self.env.tools, name)

@@ -317,3 +317,35 @@ def test_a_result_flagged_ambiguous_is_a_call_that_may_have_happened(make_engine
     assert len(flights(world)) == 1 and world.calls["book_flight"] == 1  # not repeated
     assert [u.tool for u in failed.value.report.in_doubt] == ["book_flight"]
     assert not failed.value.report.clean
+
+
+def test_a_call_settled_at_rollback_keeps_only_what_its_undo_reads(make_engine: Any,
+                                                                    world: TravelWorld) -> None:
+    """A booking that timed out after committing, whose lookup could not tell at first, is
+    in doubt; the rollback asks the lookup again, finds it and cancels it. The found result's
+    exact copy is kept only for the fields the undo reads: a card number the lookup returned
+    is in neither the log's copy nor the undo data."""
+    card = "4111 1111 1111 1111"
+    asked = []
+
+    def find_flights(who: str) -> dict[str, Any]:
+        """Live flights of a passenger (read-only); the first question times out."""
+        asked.append(who)
+        if len(asked) == 1:
+            raise TimeoutError("lookup timed out")
+        found = world.find_bookings(who, "flight")
+        return {"bookings": [{**b, "card": card} for b in found["bookings"]]}
+
+    world.fail("book_flight", "timeout", times=1, phase="after")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=[*world.tools(), find_flights],
+                         read_only=["find_flights", "search_flights", "get_weather"])
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", **FLIGHT)
+    assert world.live() == [] and len(asked) == 2
+    report = failed.value.report
+    assert [u.tool for u in report.compensated] == ["book_flight"] and report.clean
+    (rec,) = [r for r in engine.store.get_records(run.run_id) if r.tool == "book_flight"]
+    assert rec.status is rac.RecordStatus.COMPENSATED
+    assert rec.note == "reconciled: find_flights found the effect"
+    assert card not in repr(rec.result) and card not in repr(rec.undo)

@@ -11,12 +11,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import rac
@@ -34,8 +36,9 @@ import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
 from rac_langgraph import RACMiddleware
 from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
+from tests.adapters.langgraph.test_crash_resume import HOTEL_LOOKUP, find_hotels_tool
 
-world_path, log, threads, phase, code = sys.argv[1:]
+world_path, log, threads, phase, code, lookup = sys.argv[1:]
 CRASH_CODE = int(code)
 world = TravelWorld(world_path)
 plugins = []
@@ -56,6 +59,12 @@ elif phase == "logged":  # after RAC logged the hotel's outcome, before LangGrap
                 os._exit(CRASH_CODE)
     plugins.append(Crash())
 
+compensations = dict(TRAVEL_COMPENSATIONS)
+tools = world_tools(world)
+if lookup == "1":  # book_hotel's calls can be reconciled through the guest's hotels
+    compensations["book_hotel"] = HOTEL_LOOKUP
+    tools.append(find_hotels_tool(world))
+
 def script():
     yield turn(call("book_flight", passenger="ann", origin="LHR", dest="CDG"))
     if phase == "model":  # during the model call between the two tools
@@ -63,11 +72,11 @@ def script():
     yield turn(call("book_hotel", guest="ann", city="Paris", nights=2))
     yield say("Your flight and hotel are booked.")
 
-engine = rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+engine = rac.RAC(compensations=compensations, read_only=[*TRAVEL_READ_ONLY, "find_hotels"],
                  store=f"sqlite:///{log}", clock=VirtualClock(), load_entrypoints=False,
                  plugins=plugins)
 conn = sqlite3.connect(threads, check_same_thread=False)
-agent = create_agent(ScriptedModel(messages=script()), world_tools(world),
+agent = create_agent(ScriptedModel(messages=script()), tools,
                      middleware=[RACMiddleware(rac=engine)], checkpointer=SqliteSaver(conn))
 # durability="sync": every step is checkpointed before the next runs, so the crash point is
 # exactly the one named (with "async", LangGraph's default, the step before may be lost too,
@@ -78,25 +87,52 @@ sys.exit(1)
 '''
 
 
-def _crash(tmp_path: Path, phase: str) -> tuple[Path, Path, Path]:
+#: book_hotel's lookup: the guest's live hotels in the city.
+HOTEL_LOOKUP = rac.Compensation("cancel_hotel", args={"booking_id": "result.booking_id"},
+                                lookup=rac.Lookup("find_hotels", args={"who": "args.guest"},
+                                                  items="result.bookings",
+                                                  match={"place": "args.city"}))
+
+
+def find_hotels_fn(world: TravelWorld) -> Callable[[str], dict[str, Any]]:
+    """The read tool of :data:`HOTEL_LOOKUP`, over ``world``."""
+
+    def find_hotels(who: str) -> dict[str, Any]:
+        """The guest's live hotel bookings (read-only)."""
+        return world.find_bookings(who, "hotel")
+
+    return find_hotels
+
+
+def find_hotels_tool(world: TravelWorld) -> BaseTool:
+    """:func:`find_hotels_fn` as a LangChain tool."""
+    return StructuredTool.from_function(find_hotels_fn(world))
+
+
+def _crash(tmp_path: Path, phase: str, *, lookup: bool = False) -> tuple[Path, Path, Path]:
     paths = tmp_path / "world.db", tmp_path / "rac.db", tmp_path / "threads.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, *map(str, paths), phase, str(CRASHED)],
+    proc = subprocess.run([sys.executable, "-c", CHILD, *map(str, paths), phase, str(CRASHED),
+                           "1" if lookup else "0"],
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == CRASHED, proc.stderr[-3000:]
     return paths
 
 
-def _engine(log: Path, world: TravelWorld) -> rac.RAC:
-    return rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+def _engine(log: Path, world: TravelWorld, *, lookup: bool = False) -> rac.RAC:
+    return rac.RAC(compensations={**TRAVEL_COMPENSATIONS,
+                                  **({"book_hotel": HOTEL_LOOKUP} if lookup else {})},
+                   read_only=[*TRAVEL_READ_ONLY, "find_hotels"],
                    store=f"sqlite:///{log}", clock=VirtualClock(), load_entrypoints=False,
-                   tools=world.tools())
+                   tools=[*world.tools(), *([find_hotels_fn(world)] if lookup else [])])
 
 
-def _resume(world: TravelWorld, eng: rac.RAC, threads: Path, *replies: Any) -> tuple[Any, Any]:
+def _resume(world: TravelWorld, eng: rac.RAC, threads: Path, *replies: Any,
+            lookup: bool = False) -> tuple[Any, Any]:
     m = scripted_model(*(replies or [say("Here is where your trip stands.")]))
+    tools = [*world_tools(world), *([find_hotels_tool(world)] if lookup else [])]
     with sqlite3.connect(threads, check_same_thread=False) as conn:
-        agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
+        agent = create_agent(m, tools, middleware=[RACMiddleware(rac=eng)],
                              checkpointer=SqliteSaver(conn))
         out = agent.invoke(None, {"configurable": {"thread_id": "t-crash"}})
     return m, out
@@ -195,3 +231,39 @@ def test_crash_during_the_model_call_resumes_the_turn(tmp_path: Path,
     [info] = eng.store.list_runs()  # one turn, one run, across the crash
     assert [r.tool for r in eng.store.get_records(info.run_id)] == ["book_flight", "book_hotel"]
     assert out["messages"][-1].content == "Your flight and hotel are booked."
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+def test_resume_reconciles_the_interrupted_call_through_its_lookup(tmp_path: Path,
+                                                                   phase: str) -> None:
+    """Resuming without recovery, book_hotel declares a lookup: RAC asks the world whether the
+    interrupted call took effect. Found (the crash came after the booking): the model gets the
+    booking found, and nothing is booked again. Absent (the crash came before it): the call
+    runs, once. Either way the turn ends with one hotel, as the model says, and nothing for
+    recovery to undo."""
+    world_path, log, threads = _crash(tmp_path, phase, lookup=True)
+    world = TravelWorld(str(world_path))
+    assert len(world.live("hotel")) == (1 if phase == "after" else 0)
+    eng = _engine(log, world, lookup=True)
+    m, out = _resume(world, eng, threads, say("Your flight and hotel are booked."), lookup=True)
+
+    [hotel] = world.live("hotel")  # one hotel: never booked twice
+    assert [e for e in world.ledger() if e[0] == "book_hotel"] == [
+        ("book_hotel", hotel["booking_id"], "book")]
+    assert world.calls.get("book_hotel", 0) == (0 if phase == "after" else 1)
+    told = _last_hotel_answer(m)
+    assert hotel["booking_id"] in told and "in doubt" not in told
+    assert out["messages"][-1].content == "Your flight and hotel are booked."
+    assert _kinds(world) == ["flight", "hotel"]
+
+    [info] = eng.store.list_runs()
+    recs = [r for r in eng.store.get_records(info.run_id) if r.kind is rac.RecordKind.ACTION]
+    hotels = [(str(r.status), r.note) for r in recs if r.tool == "book_hotel"]
+    if phase == "after":
+        assert hotels == [("completed", "reconciled on resume: find_hotels found the effect")]
+    else:
+        assert hotels[0][0] == "failed" and "reconciled on resume" in str(hotels[0][1])
+        assert hotels[1][0] == "completed"
+    assert info.status is rac.RunStatus.COMPLETED  # settled: nothing left for `rac recover`
+    assert eng.recover(stale_after=0.0) == []
+    assert _kinds(world) == ["flight", "hotel"]

@@ -126,11 +126,14 @@ class ToolCallsHarness:
                 for m in messages if m.get("role") == "tool"]
         return TurnResult(told, messages[-1].get("content"))
 
+    #: threads for the calls of one reply (None: one per call)
+    workers: int | None = None
+
     def run_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
                  agent_id: str) -> TurnResult:
         tools = {t.__name__: t for t in world.tools()}
         _, messages = rac_agent_loop(engine, self._model(script), tools, "Book my trip",
-                                     agent_id=agent_id)
+                                     agent_id=agent_id, workers=self.workers)
         return self._result(messages)
 
     async def arun_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
@@ -157,3 +160,17 @@ class TestConformance(AdapterConformance):
         engine = super().make_engine(log_path, **kw)
         engine.add_passthrough(LoopStop)
         return engine
+
+
+class SequentialToolCallsHarness(ToolCallsHarness):
+    """The same loop running the calls of one reply one after another (one worker thread), as
+    many frameworks do: a call after a failed sibling must be refused, never run."""
+
+    parallel = False
+    workers = 1
+
+
+class TestSequentialConformance(TestConformance):
+    @pytest.fixture
+    def adapter(self) -> ToolCallsHarness:
+        return SequentialToolCallsHarness()

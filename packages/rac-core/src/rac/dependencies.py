@@ -5,7 +5,7 @@ never make an edge."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from rac.serialize import as_fields
@@ -142,6 +142,29 @@ class DependencyIndex:
         self._producers: dict[Any, tuple[int, str | None]] = {}
         #: every scalar any call of the run was given
         self._inputs: set[Any] = set()
+        #: what :meth:`add_result_later` and ``dependencies(..., owned=True)`` left for the next
+        #: lookup, in the order it happened: (seq, result, args, fields); seq None for inputs
+        self._later: list[tuple[int | None, Any, Mapping[str, Any] | None,
+                                Iterable[str] | None]] = []
+
+    def _catch_up(self) -> None:
+        """Index what was left for later, in order (an input noted before a result was
+        returned stays an input)."""
+        later = self._later
+        if later:
+            self._later = []
+            for seq, result, args, fields in later:
+                if seq is None:
+                    if args:
+                        self._note_inputs(argument_values(args))
+                else:
+                    self._index(seq, result, args, fields)
+
+    def add_result_later(self, seq: int, result: Any, args: Mapping[str, Any] | None, *,
+                         fields: Iterable[str] | None = None) -> None:
+        """:meth:`add_result`, done when a lookup next needs it: for the log's own copies of a
+        call's result and arguments, which nobody changes afterwards."""
+        self._later.append((seq, result, args, fields))
 
     def add_result(self, seq: int, result: Any, args: Mapping[str, Any] | None = None,
                    flat_args: bool = False, *, fields: Iterable[str] | None = None) -> None:
@@ -149,7 +172,14 @@ class DependencyIndex:
 
         ``fields``, when given, are the only result fields whose values count (an empty list:
         none). ``flat_args`` is accepted for compatibility and ignored."""
-        own = set(argument_values(args)) if args else set()
+        self._catch_up()
+        self._index(seq, result, args, fields)
+
+    def _index(self, seq: int, result: Any, args: Mapping[str, Any] | None,
+               fields: Iterable[str] | None) -> None:
+        own: Collection[Any] = argument_values(args) if args else ()
+        if len(own) > 8:
+            own = set(own)
         inputs = self._inputs
         producers = self._producers
         if fields is not None:
@@ -178,6 +208,7 @@ class DependencyIndex:
 
     def forget(self, seqs: Iterable[int]) -> None:
         """Drop the ids produced by these records (they were compensated)."""
+        self._catch_up()
         gone = set(seqs)
         if gone:
             self._producers = {v: p for v, p in self._producers.items() if p[0] not in gone}
@@ -193,16 +224,35 @@ class DependencyIndex:
             return seq if is_id_like(value) else None
         return seq if _ID_KEY.search(str(key)) else None
 
-    def dependencies(self, args: Mapping[str, Any]) -> list[int]:
+    def dependencies(self, args: Mapping[str, Any], *, owned: bool = False) -> list[int]:
         """Seqs of the calls whose ids appear in ``args``; the values of ``args`` are
-        remembered as inputs of the run (no later call produces them)."""
-        values = argument_values(args)
-        if not self._producers:  # nothing produced yet: nothing to depend on
-            if len(self._inputs) < 100_000:
-                self._inputs.update(values)
+        remembered as inputs of the run (no later call produces them). ``owned``: ``args``
+        is the log's own copy, which nobody changes, so remembering it may wait."""
+        if self._later:
+            self._catch_up()
+        elif not self._producers:  # nothing produced yet: nothing to depend on
+            if owned:
+                self._later.append((None, None, args, None))
+            else:
+                self._note_inputs(argument_values(args))
             return []
-        found = {seq for v in values if v in self._producers
-                 for seq in [self._producer(v)] if seq is not None}
+        producers = self._producers
+        inputs = self._inputs
+        room = len(inputs) < 100_000
+        found: set[int] | None = None
+        for v in argument_values(args):
+            if v in producers:
+                seq = self._producer(v)
+                if seq is not None:
+                    if found is None:
+                        found = set()
+                    found.add(seq)
+            elif room:
+                inputs.add(v)
+        return sorted(found) if found else []
+
+    def _note_inputs(self, values: list[Any]) -> None:
+        """Remember argument values as inputs (bounded), except those already produced."""
         if len(self._inputs) < 100_000:
-            self._inputs.update(v for v in values if v not in self._producers)
-        return sorted(found)
+            producers = self._producers
+            self._inputs.update(v for v in values if v not in producers)

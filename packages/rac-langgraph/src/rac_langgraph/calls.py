@@ -13,8 +13,11 @@ from langgraph.types import Command
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
+from rac.effects import drive_async, drive_sync
 from rac.events import emit
 from rac.models import RecordStatus
+from rac.run.reconcile import ABSENT, FOUND, Reconciled
+from rac_langgraph import approvals, pregel
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
     CommandAnswer,
@@ -24,6 +27,7 @@ from rac_langgraph.results import (
     is_invalid_call,
 )
 from rac_langgraph.runs import Replay, TurnRuns, runs_of
+from rac_langgraph.settle import settle_flow
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -60,15 +64,24 @@ class RACToolCalls:
         repeatable: tools whose calls are run again when a resumed or retried graph repeats
             them (genuinely repeatable reads); every other call a turn already made is
             answered with its logged result instead (exactly once).
+        approvals: how a tool declared ``irreversible={tool: "approve"}`` is approved:
+            ``"interrupt"`` (default) asks a person through LangGraph's ``interrupt()`` when
+            the thread has a checkpointer (resume with ``Command(resume="approve")`` or
+            ``"deny"``); ``"hook"`` leaves it to the engine's ``rac_approve_action`` plugins.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  finish_steps: bool = True, repeatable: Iterable[str] = (),
-                 **config: Any) -> None:
+                 approvals: str = "interrupt", **config: Any) -> None:
+        if approvals not in ("interrupt", "hook"):
+            raise ValueError(f"approvals must be 'interrupt' (ask through LangGraph's "
+                             f"interrupt()) or 'hook' (leave it to rac_approve_action plugins), "
+                             f"got {approvals!r}")
         self.engine = build_engine(rac, agent_id, config)
         self.agent_id = agent_id
         self.finish_steps = finish_steps
         self.repeatable = frozenset(repeatable)
+        self.approvals = approvals
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
@@ -87,6 +100,11 @@ class RACToolCalls:
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
+        if isinstance(earlier, _Doubt):
+            engine = self.engine
+            seen = drive_sync(settle_flow(run, earlier.record, earlier.lookup, call["args"]),
+                              engine.clock, engine.passthrough)
+            earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
             return earlier
@@ -99,14 +117,21 @@ class RACToolCalls:
                        lambda a: _own_result(execute_(_with_args(request, a)), request, run),
                        through=through, direct=lambda n, raw: _as_message(request, n, raw),
                        hint=_HINT)
+        note = ""
         try:
-            outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                              batch=_batch(request))
+            if requested in self.engine.registry.irreversible:
+                verdict, note = self._approval(request)
+                with approvals.decided(requested, call["args"], verdict):
+                    outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
+                                      batch=_batch(request))
+            else:
+                outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
+                                  batch=_batch(request))
         except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request)
+        return self._answer(run, outcome, request, note)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
@@ -124,6 +149,12 @@ class RACToolCalls:
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
+        if isinstance(earlier, _Doubt):
+            engine = self.engine
+            seen = await drive_async(settle_flow(run, earlier.record, earlier.lookup,
+                                                 call["args"]),
+                                     engine.clock, engine.passthrough)
+            earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
             return earlier
@@ -137,14 +168,21 @@ class RACToolCalls:
 
         ainvoke = aroute(run, requested, own, through=through,
                          direct=lambda n, raw: _as_message(request, n, raw), hint=_HINT)
+        note = ""
         try:
-            outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
-                                     batch=_batch(request))
+            if requested in self.engine.registry.irreversible:
+                verdict, note = self._approval(request)
+                with approvals.decided(requested, call["args"], verdict):
+                    outcome = await aexecute(run, requested, call["args"], ainvoke,
+                                             agent_id=agent, batch=_batch(request))
+            else:
+                outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
+                                         batch=_batch(request))
         except CallRefused as refused:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request)
+        return self._answer(run, outcome, request, note)
 
     # -- turns --------------------------------------------------------------------------------
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
@@ -178,10 +216,11 @@ class RACToolCalls:
             self.turns.offer_tools(run, tools)
 
     # -- exactly once ---------------------------------------------------------------------------
-    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | None:
+    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | _Doubt | None:
         """The answer a call the turn already made gets again (a resumed or retried graph
         repeats it): the answer given, or the logged result; a call a crash interrupted is
-        not run again but named in doubt. None for a new call (or a repeatable tool)."""
+        not run again but named in doubt, or, if its tool declares a lookup, handed back to
+        be settled by it (:class:`_Doubt`). None for a new call (or a repeatable tool)."""
         call = request.tool_call
         name = call["name"]
         if name in self.repeatable:
@@ -192,6 +231,9 @@ class RACToolCalls:
             doubt = turns.in_doubt(run, name, call["args"])
             if doubt is None:
                 return None
+            lookup = self.engine.registry.lookups.get(name)
+            if lookup is not None:
+                return _Doubt(doubt, lookup)
             return self._told(run, request, _in_doubt_text(doubt), error=True)
         emit("rac_langgraph.replayed", run_id=run.run_id, tool=name,
                   tool_call_id=call.get("id"))
@@ -202,6 +244,21 @@ class RACToolCalls:
             return self._told(run, request, _content(rec.result), error=False)
         return self._told(run, request, _undone_text(rec), error=True)
 
+    def _settled(self, run: rac.Run, request: ToolCallRequest, rec: rac.Record,
+                 seen: Reconciled) -> ToolResult | None:
+        """The answer to a call in doubt that its lookup settled (see
+        :mod:`rac_langgraph.settle`): the effect found, as the tool's result; None when it is
+        known not to have happened (the call then runs); else the call is still in doubt."""
+        if seen.verdict == ABSENT or seen.verdict == FOUND:
+            self.turns.settled(run)
+        if seen.verdict == ABSENT:
+            return None
+        if seen.verdict == FOUND:
+            reply = self._told(run, request, _content(seen.result), error=False)
+            self.turns.answer(run, request.tool_call.get("id"), reply)
+            return reply
+        return self._told(run, request, _in_doubt_text(rec, seen.reason), error=True)
+
     def _told(self, run: rac.Run, request: ToolCallRequest, text: str, *,
               error: bool) -> ToolMessage:
         note = self.turns.take_note(run)
@@ -210,14 +267,28 @@ class RACToolCalls:
                            tool_call_id=call["id"], name=call["name"],
                            status="error" if error or note else "success")
 
+    def _approval(self, request: ToolCallRequest) -> tuple[bool | None, str]:
+        """The verdict on an irreversible call (see :mod:`rac_langgraph.approvals`): asked
+        through ``interrupt()`` when the tool must be approved, the middleware asks that way
+        and the thread can resume (raises ``GraphInterrupt`` the first time); else None, left
+        to the engine's ``rac_approve_action`` plugins. Also what the model is told besides."""
+        call = request.tool_call
+        name = call["name"]
+        if self.approvals != "interrupt" or not approvals.needs_approval(self.engine, name) \
+                or not pregel.persisted(request.runtime):
+            return None, ""
+        return approvals.ask(name, call["args"], call.get("id"))
+
     def _answer(self, run: rac.Run, outcome: rac.CallOutcome,
-                request: ToolCallRequest) -> ToolResult:
+                request: ToolCallRequest, note: str = "") -> ToolResult:
         reply = _reply(outcome, request)
+        if note and outcome.refused and isinstance(reply, ToolMessage):
+            reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
             self.turns.answer(run, request.tool_call.get("id"), reply)
-        note = self.turns.take_note(run)
-        if note and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
-            return reply.model_copy(update={"content": f"{note}\n\n{reply.content}"})
+        rolled_back = self.turns.take_note(run)
+        if rolled_back and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
+            return reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
         return reply
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
@@ -233,10 +304,21 @@ def _content(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
 
 
-def _in_doubt_text(rec: rac.Record) -> str:
+def _in_doubt_text(rec: rac.Record, why: str = "") -> str:
+    reason = f" ({why})" if why else ""
     return (f"RAC: {rec.tool} was interrupted when the process running this turn stopped: it "
-            "may or may not have taken effect, so it was not run again. It is in doubt until "
-            "`rac recover` settles it; do not assume it happened.")
+            f"may or may not have taken effect{reason}, so it was not run again. It is in "
+            "doubt until `rac recover` settles it; do not assume it happened.")
+
+
+class _Doubt:
+    """A repeated call a crash left in doubt, whose tool declares a lookup to settle it."""
+
+    __slots__ = ("lookup", "record")
+
+    def __init__(self, record: rac.Record, lookup: rac.Lookup) -> None:
+        self.record = record
+        self.lookup = lookup
 
 
 def _undone_text(rec: rac.Record) -> str:

@@ -46,14 +46,18 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``False`` runs stay running until ``middleware.calls.end_turn(state, config)``.
         repeatable: tools run again when a resumed or retried graph repeats a call of them
             (repeatable reads); any other call the turn already made gets its logged answer.
+        approvals: ``"interrupt"`` (default): a tool declared ``irreversible={tool:
+            "approve"}`` is approved by a person through LangGraph's ``interrupt()``
+            (``Command(resume="approve")`` or ``"deny"``); ``"hook"``: by the engine's
+            ``rac_approve_action`` plugins.
     """
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  finish_steps: bool = True, repeatable: Iterable[str] = (),
-                 **config: Any) -> None:
+                 approvals: str = "interrupt", **config: Any) -> None:
         super().__init__()
         calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps,
-                             repeatable=repeatable, **config)
+                             repeatable=repeatable, approvals=approvals, **config)
         self.calls = calls
 
         # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's

@@ -15,6 +15,7 @@ import rac.mcp
 from rac.adapters import CallRefused
 from rac.classify import Classification, default_classify
 from rac.serialize import as_fields
+from rac_langgraph import approvals
 
 #: The name the results plugin is registered under in an engine's plugin manager.
 PLUGIN_NAME = "rac_langgraph.results"
@@ -164,12 +165,18 @@ def classify_tool_exception(error: BaseException) -> Classification | None:
 
 class LangGraphResults:
     """RAC plugin: unwraps ``ToolMessage`` and ``Command`` results (``rac_normalize_result``)
-    and says what LangChain's ``ToolException`` around another error means
-    (``rac_classify_error``)."""
+    says what LangChain's ``ToolException`` around another error means
+    (``rac_classify_error``), and gives the verdict a person gave through ``interrupt()`` on
+    an irreversible call (``rac_approve_action``, see :mod:`rac_langgraph.approvals`)."""
 
     @rac.hookimpl
     def rac_classify_error(self, error: BaseException) -> Classification | None:
         return classify_tool_exception(error)
+
+    @rac.hookimpl
+    def rac_approve_action(self, tool: str, args: dict[str, Any]) -> bool | None:
+        # The answer a person gave through interrupt() for this very call, if any.
+        return approvals.verdict_for(tool, args)
 
     @rac.hookimpl
     def rac_normalize_result(self, tool: str, result: Any) -> Any:

@@ -324,6 +324,13 @@ class TurnRuns(RunRegistry[TurnKey]):
                     return rec
         return None
 
+    def settled(self, run: rac.Run) -> None:
+        """A call of ``run`` left in doubt was settled (by its lookup): once none is left,
+        the run may be marked completed again after its steps."""
+        if run.run_id in self.doubtful and not any(
+                r.kind is RecordKind.ACTION and r.status in _UNSETTLED for r in run.records()):
+            self.doubtful.discard(run.run_id)
+
     def take_note(self, run: rac.Run) -> str | None:
         """Once per run: what the model must hear before anything else about a turn that was
         rolled back while the thread was away (recovery after a crash), or None."""

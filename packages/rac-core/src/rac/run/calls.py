@@ -31,7 +31,7 @@ from rac.registry import Effect, Irreversible
 from rac.report import AttemptedAlternative, RecoveryReport
 from rac.run.attempts import Attempt, attempt
 from rac.run.compensation import compensate
-from rac.run.keys import idempotency_key
+from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
 from rac.run.reconcile import ABSENT, FOUND, known_effects, read_before, reconcile
 from rac.run.rollback import Failure, rollback_flow
@@ -228,18 +228,19 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
     refuse it if its model turn was rolled back, and mark it in flight."""
     rec, refusal, error = intent.record, intent.refusal, intent.error
     with run.lock:
-        run.reopen_if_idle()
+        if refusal is None and batch is not None:
+            refusal = run.batch_refusal(batch, rec.tool)
+            if refusal is not None:
+                error = CallRefused(refusal)
+        if refusal is None:  # a refused call never runs: a run that was idle stays as it was
+            run.reopen_if_idle()
         rec.seq = run.next_seq()
-        rec.idempotency_key = idempotency_key(run.run_id, rec.seq, "action")
+        rec.idempotency_key = step_key(run.key_prefix, rec.seq, "action")
         rec.created_at = rec.updated_at = run.engine.clock.now()
         if not rec.read_only:
             inferred = run.deps.dependencies(args)
             rec.depends_on = sorted(set(inferred).union(depends_on)) if depends_on \
                 else inferred
-        if refusal is None and batch is not None:
-            refusal = run.batch_refusal(batch, rec.tool)
-            if refusal is not None:
-                error = CallRefused(refusal)
         if refusal is not None:
             rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
         # undo data only where an undo may need it

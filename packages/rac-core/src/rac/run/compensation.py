@@ -11,7 +11,7 @@ from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
 from rac.models import Record, RecordKind, RecordStatus
 from rac.run.attempts import attempt
-from rac.run.keys import idempotency_key
+from rac.run.keys import step_key
 from rac.run.values import error_text, exact_copy, stored_copy
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
     if comp is None:
         return Undo("none")
     maybe = rec.status in (R.PENDING, R.IN_DOUBT)
-    key = idempotency_key(run.run_id, rec.seq, "compensate")
+    key = step_key(run.key_prefix, rec.seq, "compensate")
     try:
         tool = run.tool(comp.tool)
         if tool is None:

@@ -38,4 +38,9 @@ def idempotency_key(run_id: str, seq: int, kind: str) -> str:
     """The key of one step: stable across retries and recovery, different across runs.
 
     24 characters: the run's prefix, ``a`` (action) or ``c`` (compensation), the seq."""
-    return f"{key_prefix(run_id)}{kind[:1]}{seq:08x}"
+    return step_key(key_prefix(run_id), seq, kind)
+
+
+def step_key(prefix: str, seq: int, kind: str) -> str:
+    """:func:`idempotency_key` from the run's :func:`key_prefix` (a run computes it once)."""
+    return f"{prefix}{kind[:1]}{seq:08x}"

@@ -9,7 +9,7 @@ from rac.errors import CallRefused, ToolCallFailed
 from rac.report import RecoveryReport
 
 
-@dataclass
+@dataclass(slots=True)
 class CallOutcome:
     """What became of one tool call under RAC.
 

@@ -18,7 +18,7 @@ from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.run.compensation import Undo, compensate, undo_sources
 from rac.run.planning import UNDOABLE, plan_rollback
 from rac.run.reconcile import ABSENT, FOUND, known_effects, reconcile
-from rac.run.values import error_text, stored_and_exact
+from rac.run.values import error_text, needed_fields, stored_copy, undo_part
 
 if TYPE_CHECKING:
     from rac.run.run import Run
@@ -114,7 +114,8 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
                   reason=seen.reason)
     with run.lock:
         if seen.verdict == FOUND:
-            stored, exact_result = stored_and_exact(seen.result, run.engine.max_value_chars)
+            stored = stored_copy(seen.result, run.engine.max_value_chars)
+            exact_result = _undo_result(run, rec, seen.result, stored)
             undo = dict(rec.undo or {})
             if exact_result is not None:
                 undo["result"] = exact_result
@@ -126,6 +127,17 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
             run.log.update(rec, status=R.FAILED, note=f"reconciled: {seen.reason}")
             return Undo("absent", None, seen.reason)
     return None
+
+
+def _undo_result(run: Run, rec: Record, value: Any, stored: Any) -> Any:
+    """The exact copy of the result fields the record's undo may read, as a call that
+    returned ``value`` would have kept (None when the stored copy holds them exactly)."""
+    comp = run.engine.registry.pairs.get(rec.tool)
+    if comp is None or not rec.compensable:
+        return None
+    comp_tool = run.tool(comp.tool)
+    return undo_part(value, stored, needed_fields(comp, comp_tool.params if comp_tool
+                                                  else None)[1])
 
 
 def _ref(rec: Record) -> str | None:

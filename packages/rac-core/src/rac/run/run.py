@@ -23,7 +23,7 @@ from rac.report import RecoveryReport
 from rac.run.calls import call_flow
 from rac.run.context import CURRENT_RUN, CURRENT_SCOPE, Scope, current_scope_of
 from rac.run.fast import execute_fast
-from rac.run.keys import new_run_id
+from rac.run.keys import key_prefix, new_run_id
 from rac.run.log import RunLog
 from rac.run.outcome import CallOutcome, unwrap
 from rac.run.planning import REQUEUED, UNDOABLE
@@ -60,6 +60,8 @@ class Run:
                  tools: Iterable[Tool | Callable[..., Any]] | ToolSet | None = None) -> None:
         self.engine = engine
         self.run_id = run_id or new_run_id()
+        #: what stands for the run in its steps' idempotency keys (see :mod:`rac.run.keys`)
+        self.key_prefix = key_prefix(self.run_id)
         self.agent_id = agent_id or engine.agent_id
         #: The report of this run's last rollback, if any.
         self.last_report: RecoveryReport | None = None

@@ -327,6 +327,35 @@ class AdapterConformance:
         finally:
             engine.store.close()
 
+    def test_parallel_call_not_started_is_refused(self, adapter: AdapterHarness,
+                                                  engine: RAC, world: TravelWorld) -> None:
+        """A call of one model message that had not started when its sibling's failure
+        started the rollback is refused (it never runs), and the model is told why; one the
+        framework had already started is undone when it finishes. Either way nothing is live
+        and the run is not reported clean with the flight booked."""
+        world.fail("book_car", "permanent", message="no cars")
+        result = adapter.run_turn(engine, world, [[_hotel()], [_car(), _flight()],
+                                                  "Nothing could be booked."],
+                                  agent_id="travel")
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        actions = dict(self.actions(self.records(engine)))
+        assert actions["book_car"] == "failed" and actions["book_hotel"] == "compensated"
+        [flight_told] = result.of("book_flight")
+        if not adapter.parallel:  # a sequential framework starts the flight after the rollback
+            assert actions["book_flight"] == "failed", actions
+            assert world.calls.get("book_flight", 0) == 0
+            assert ("not run: book_flight was asked for in the same model turn as a call that "
+                    "failed (book_car failed)") in flight_told, flight_told
+        else:  # by timing: done before the rollback, running, or not started yet
+            assert actions["book_flight"] in ("failed", "compensated"), actions
+            [car_told] = result.of("book_car")
+            assert "not run" in flight_told or "undone" in flight_told or (
+                actions["book_flight"] == "compensated" and "book_flight" in car_told), (
+                flight_told, car_told)
+        [info] = engine.store.list_runs()
+        assert info.status is RunStatus.COMPENSATED, info.status
+
     def test_agent_id_recorded(self, adapter: AdapterHarness, engine: RAC,
                                world: TravelWorld) -> None:
         """Every record carries the agent id the adapter was given."""

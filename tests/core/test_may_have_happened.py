@@ -317,3 +317,105 @@ def test_a_result_flagged_ambiguous_is_a_call_that_may_have_happened(make_engine
     assert len(flights(world)) == 1 and world.calls["book_flight"] == 1  # not repeated
     assert [u.tool for u in failed.value.report.in_doubt] == ["book_flight"]
     assert not failed.value.report.clean
+
+
+def test_a_call_settled_at_rollback_keeps_only_what_its_undo_reads(make_engine: Any,
+                                                                    world: TravelWorld) -> None:
+    """A booking that timed out after committing, whose lookup could not tell at first, is
+    in doubt; the rollback asks the lookup again, finds it and cancels it. The found result's
+    exact copy is kept only for the fields the undo reads: a card number the lookup returned
+    is in neither the log's copy nor the undo data."""
+    card = "4111 1111 1111 1111"
+    asked = []
+
+    def find_flights(who: str) -> dict[str, Any]:
+        """Live flights of a passenger (read-only); the first question times out."""
+        asked.append(who)
+        if len(asked) == 1:
+            raise TimeoutError("lookup timed out")
+        found = world.find_bookings(who, "flight")
+        return {"bookings": [{**b, "card": card} for b in found["bookings"]]}
+
+    world.fail("book_flight", "timeout", times=1, phase="after")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=[*world.tools(), find_flights],
+                         read_only=["find_flights", "search_flights", "get_weather"])
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", **FLIGHT)
+    assert world.live() == [] and len(asked) == 2
+    report = failed.value.report
+    assert [u.tool for u in report.compensated] == ["book_flight"] and report.clean
+    (rec,) = [r for r in engine.store.get_records(run.run_id) if r.tool == "book_flight"]
+    assert rec.status is rac.RecordStatus.COMPENSATED
+    assert rec.note == "reconciled: find_flights found the effect"
+    assert card not in repr(rec.result) and card not in repr(rec.undo)
+
+
+class _Crash(BaseException):
+    """The process dying in the middle of a call (not an error RAC handles)."""
+
+
+@pytest.mark.parametrize("booked", [True, False])
+def test_a_call_a_crash_interrupted_is_settled_through_its_lookup(
+        make_engine: Any, world: TravelWorld, booked: bool) -> None:
+    """``Run.settle`` (for adapters whose framework repeats an interrupted call): found, the
+    record is completed with the found booking and a later failure cancels it; absent, it is
+    failed and nothing is left to undo."""
+    def crash(args: dict[str, Any]) -> None:
+        raise _Crash()
+
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+                         read_only=["find_flights", "get_booking", "search_flights",
+                                    "get_weather"])
+    run = engine.run()
+    if booked:  # the interrupted call had committed its booking when the process died
+        world.book_flight(**FLIGHT)
+    world.on_call("book_flight", crash)
+    with pytest.raises(_Crash):
+        run.call("book_flight", **FLIGHT)
+    del world.hooks["book_flight"]
+    (rec,) = run.records()
+    assert rec.status is rac.RecordStatus.PENDING
+    verdict = run.settle(rec.seq, why="reconciled on resume")
+    (rec,) = run.records()
+    if booked:
+        assert verdict.verdict == "found" and verdict.result["booking_id"].startswith("FL-")
+        assert rec.status is rac.RecordStatus.COMPLETED
+        assert rec.note == "reconciled on resume: find_flights found the effect"
+        report = run.rollback(reason="the trip was abandoned")
+        assert [u.tool for u in report.compensated] == ["book_flight"] and report.clean
+    else:
+        assert verdict.verdict == "absent" and rec.status is rac.RecordStatus.FAILED
+    assert world.live() == []
+    with pytest.raises(ValueError, match=r"only an action with an intent and no known outcome"):
+        run.settle(rec.seq)
+
+
+def test_settling_asks_for_a_lookup(make_engine: Any, world: TravelWorld) -> None:
+    engine = make_engine(tools=world.tools())
+    run = engine.run()
+
+    def crash(args: dict[str, Any]) -> None:
+        raise _Crash()
+
+    world.on_call("book_hotel", crash)
+    with pytest.raises(_Crash):
+        run.call("book_hotel", guest="ann", city="Paris", nights=2)
+    with pytest.raises(ValueError, match="book_hotel declares no lookup"):
+        run.settle(1)
+    with pytest.raises(ValueError, match="no such record"):
+        run.settle(7)
+
+
+def test_settling_on_the_async_path(make_engine: Any, world: TravelWorld) -> None:
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+                         read_only=["find_flights", "get_booking", "search_flights",
+                                    "get_weather"])
+    run = engine.run()
+    world.book_flight(**FLIGHT)  # what the interrupted call did before the crash
+    world.on_call("book_flight", lambda a: (_ for _ in ()).throw(_Crash()))
+    with pytest.raises(_Crash):
+        run.call("book_flight", **FLIGHT)
+    verdict = asyncio.run(run.asettle(1))
+    assert verdict.verdict == "found"
+    assert [r.status for r in run.records()] == [rac.RecordStatus.COMPLETED]

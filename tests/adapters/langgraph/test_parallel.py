@@ -26,25 +26,26 @@ WAIT = 10.0  # a safety net against a hang; the events normally fire at once
 
 
 class RollbackSignal:
-    """Sets an event when a rollback starts."""
+    """Sets an event when a rollback has finished (its report is written)."""
 
     def __init__(self) -> None:
-        self.started = threading.Event()
+        self.finished = threading.Event()
 
     @rac.hookimpl
-    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
-                             reason: str) -> None:
-        self.started.set()
+    def rac_rollback_finished(self, run_id: str, scope: str, report: Any) -> None:
+        self.finished.set()
 
 
 def _slow_flight_world(signal: RollbackSignal) -> TravelWorld:
-    """The flight starts first and only finishes once the car's failure started a rollback."""
+    """The flight starts first and only finishes once the rollback the car's failure started
+    has written its report (so the report must name it as still running; finishing any
+    earlier, it could be undone by its own call before the report, a race under load)."""
     world = TravelWorld()
     flight_started = threading.Event()
 
     def flight(args: dict[str, Any]) -> None:
         flight_started.set()
-        assert signal.started.wait(WAIT), "the rollback never started"
+        assert signal.finished.wait(WAIT), "the rollback never finished"
 
     def car(args: dict[str, Any]) -> None:
         assert flight_started.wait(WAIT), "the flight never started"

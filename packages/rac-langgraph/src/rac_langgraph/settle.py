@@ -18,7 +18,7 @@ import rac
 from rac.effects import Flow
 from rac.models import RecordStatus
 from rac.run.reconcile import ABSENT, FOUND, Reconciled, known_effects, reconcile
-from rac.run.values import stored_and_exact
+from rac.run.values import needed_fields, stored_copy, undo_part
 
 
 def settle_flow(run: rac.Run, rec: rac.Record, lookup: rac.Lookup,
@@ -35,7 +35,8 @@ def settle_flow(run: rac.Run, rec: rac.Record, lookup: rac.Lookup,
                   reason=seen.reason)
     with run.lock:
         if seen.verdict == FOUND:
-            stored, exact_result = stored_and_exact(seen.result, run.engine.max_value_chars)
+            stored = stored_copy(seen.result, run.engine.max_value_chars)
+            exact_result = _undo_result(run, rec, seen.result, stored)
             undo = dict(rec.undo or {})
             if exact_result is not None:
                 undo["result"] = exact_result
@@ -49,3 +50,14 @@ def settle_flow(run: rac.Run, rec: rac.Record, lookup: rac.Lookup,
             run.log.update(rec, status=RecordStatus.FAILED,
                            note=f"reconciled on resume: {seen.reason}")
     return seen
+
+
+def _undo_result(run: rac.Run, rec: rac.Record, value: Any, stored: Any) -> Any:
+    """The exact copy of the result fields the record's undo may read (None when the stored
+    copy holds them exactly), as a call that returned ``value`` would have kept."""
+    comp = run.engine.registry.pairs.get(rec.tool)
+    if comp is None or not rec.compensable:
+        return None
+    comp_tool = run.tool(comp.tool)
+    return undo_part(value, stored, needed_fields(comp, comp_tool.params if comp_tool
+                                                  else None)[1])

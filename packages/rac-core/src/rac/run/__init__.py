@@ -18,7 +18,8 @@ and exact copies), :mod:`~rac.run.keys` (ids and idempotency keys), :mod:`~rac.r
 from rac.run.context import Scope, current_run
 from rac.run.keys import idempotency_key
 from rac.run.outcome import CallOutcome
+from rac.run.reconcile import Reconciled
 from rac.run.run import AsyncInvoker, Invoker, Run
 
-__all__ = ["AsyncInvoker", "CallOutcome", "Invoker", "Run", "Scope", "current_run",
-           "idempotency_key"]
+__all__ = ["AsyncInvoker", "CallOutcome", "Invoker", "Reconciled", "Run", "Scope",
+           "current_run", "idempotency_key"]

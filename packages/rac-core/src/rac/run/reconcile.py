@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rac.effects import Flow, Invoke
 from rac.errors import CompensationMappingError
 from rac.mapping import resolve_in
+from rac.models import Record, RecordStatus
+from rac.run.values import needed_fields, stored_copy, undo_part
 from rac.serialize import as_fields
 
 if TYPE_CHECKING:
@@ -125,3 +127,43 @@ def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
         return Reconciled(UNKNOWN, reason=f"{lookup.tool} shows {len(matches)} effects that "
                                           "match this call, and nothing tells which is its own")
     return Reconciled(ABSENT, reason=f"{lookup.tool} shows no such effect")
+
+
+def settle(run: Run, rec: Record, lookup: Lookup, args: Mapping[str, Any], *,
+           shielded: bool = False, why: str = "reconciled") -> Flow[Reconciled]:
+    """Ask ``lookup`` whether the call of ``rec`` (an intent, no known outcome), made with
+    ``args``, took effect, and write the verdict: *found*, the record is completed with the
+    found effect as its result (the stored copy, and the exact copy of the fields its undo
+    reads, as a call that returned it would have kept); *absent*, it is failed (it never
+    happened); *unknown*, it is left as it was. ``why`` starts the record's note."""
+    call_args = dict(args)
+    seen = yield from reconcile(run, lookup, call_args, rec.idempotency_key, shielded=shielded,
+                                known=known_effects(run, rec.seq))
+    run.log.event("rac.reconcile", seq=rec.seq, tool=rec.tool, status=seen.verdict,
+                  reason=seen.reason)
+    with run.lock:
+        if seen.verdict == FOUND:
+            stored = stored_copy(seen.result, run.engine.max_value_chars)
+            exact_result = _undo_result(run, rec, seen.result, stored)
+            undo = dict(rec.undo or {})
+            if exact_result is not None:
+                undo["result"] = exact_result
+            run.log.update(rec, status=RecordStatus.COMPLETED, result=stored,
+                           undo=undo or None, note=f"{why}: {lookup.tool} found the effect")
+            run.live[rec.seq] = (call_args, seen.result)
+            if not rec.read_only:
+                run.deps.add_result(rec.seq, seen.result, call_args)
+        elif seen.verdict == ABSENT:
+            run.log.update(rec, status=RecordStatus.FAILED, note=f"{why}: {seen.reason}")
+    return seen
+
+
+def _undo_result(run: Run, rec: Record, value: Any, stored: Any) -> Any:
+    """The exact copy of the result fields the record's undo may read, as a call that
+    returned ``value`` would have kept (None when the stored copy holds them exactly)."""
+    comp = run.engine.registry.pairs.get(rec.tool)
+    if comp is None or not rec.compensable:
+        return None
+    comp_tool = run.tool(comp.tool)
+    return undo_part(value, stored, needed_fields(comp, comp_tool.params if comp_tool
+                                                  else None)[1])

@@ -17,8 +17,8 @@ from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.run.compensation import Undo, compensate, undo_sources
 from rac.run.planning import UNDOABLE, plan_rollback
-from rac.run.reconcile import ABSENT, FOUND, known_effects, reconcile
-from rac.run.values import error_text, stored_and_exact
+from rac.run.reconcile import ABSENT, settle
+from rac.run.values import error_text
 
 if TYPE_CHECKING:
     from rac.run.run import Run
@@ -108,23 +108,9 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
     if lookup is None:
         return None
     args, _result, _before = undo_sources(run, rec)
-    seen = yield from reconcile(run, lookup, args, rec.idempotency_key, shielded=True,
-                                known=known_effects(run, rec.seq))
-    run.log.event("rac.reconcile", seq=rec.seq, tool=rec.tool, status=seen.verdict,
-                  reason=seen.reason)
-    with run.lock:
-        if seen.verdict == FOUND:
-            stored, exact_result = stored_and_exact(seen.result, run.engine.max_value_chars)
-            undo = dict(rec.undo or {})
-            if exact_result is not None:
-                undo["result"] = exact_result
-            run.log.update(rec, status=R.COMPLETED, result=stored, undo=undo or None,
-                           note=f"reconciled: {lookup.tool} found the effect")
-            run.live[rec.seq] = (args, seen.result)
-            return None
-        if seen.verdict == ABSENT:
-            run.log.update(rec, status=R.FAILED, note=f"reconciled: {seen.reason}")
-            return Undo("absent", None, seen.reason)
+    seen = yield from settle(run, rec, lookup, args, shielded=True)
+    if seen.verdict == ABSENT:
+        return Undo("absent", None, seen.reason)
     return None
 
 

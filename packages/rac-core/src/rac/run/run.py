@@ -9,7 +9,7 @@ import itertools
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -21,18 +21,21 @@ from rac.lifecycle import in_scope, may_be_live
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
+from rac.run.compensation import undo_sources
 from rac.run.context import CURRENT_RUN, CURRENT_SCOPE, Scope, current_scope_of
 from rac.run.fast import execute_fast
 from rac.run.keys import key_prefix, new_run_id
 from rac.run.log import RunLog
 from rac.run.outcome import CallOutcome, unwrap
 from rac.run.planning import REQUEUED, UNDOABLE
+from rac.run.reconcile import Reconciled, settle
 from rac.run.values import error_text, stored_copy, undo_part
 from rac.tools import Tool, ToolSet
 
 if TYPE_CHECKING:
     from rac.effects import Flow
     from rac.engine import RAC
+    from rac.registry import Lookup
 
 Invoker = Callable[[str, dict[str, Any]], Any]
 AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -273,6 +276,50 @@ class Run:
                          batch=batch, scope=self.current_scope(), invoke=unused,
                          ainvoke=ainvoke)
         return await drive_async(flow, self.engine.clock, self.engine.passthrough)
+
+    # -- settling a call that may have happened ------------------------------------------------
+    def settle(self, seq: int, args: Mapping[str, Any] | None = None, *,
+               why: str = "reconciled") -> Reconciled:
+        """Ask the declared lookup (:class:`rac.Lookup`) whether call ``seq`` of this run,
+        which has an intent and no known outcome (``pending`` after a crash, or
+        ``in_doubt``), took effect, and write the verdict to the log: *found*, the record is
+        completed with the found effect as its result (``verdict.result``), as if the call
+        had returned it; *absent*, it is failed (it never happened: the call may be made
+        again); *unknown*, it stays as it was (``verdict.reason`` says why).
+
+        For an adapter whose framework repeats a call a crash interrupted (a resumed graph):
+        the answer tells it whether to hand back the found result, run the call, or tell the
+        model the call is in doubt. ``args`` are the call's arguments as the framework repeats
+        it (default: the logged ones, exact where the log kept them); ``why`` starts the
+        record's note. Raises :class:`ValueError` naming the record when it is not such a
+        call or its tool declares no lookup."""
+        rec, lookup, call_args = self._to_settle(seq, args)
+        return drive_sync(settle(self, rec, lookup, call_args, why=why), self.engine.clock,
+                          self.engine.passthrough)
+
+    async def asettle(self, seq: int, args: Mapping[str, Any] | None = None, *,
+                      why: str = "reconciled") -> Reconciled:
+        """:meth:`settle` without blocking the event loop (the lookup is awaited)."""
+        rec, lookup, call_args = self._to_settle(seq, args)
+        return await drive_async(settle(self, rec, lookup, call_args, why=why),
+                                 self.engine.clock, self.engine.passthrough)
+
+    def _to_settle(self, seq: int, args: Mapping[str, Any] | None
+                   ) -> tuple[Record, Lookup, Mapping[str, Any]]:
+        with self.lock:
+            rec = self.log.records.get(seq)
+        if rec is None or rec.kind is not RecordKind.ACTION \
+                or rec.status not in (RecordStatus.PENDING, RecordStatus.IN_DOUBT):
+            what = "no such record" if rec is None else \
+                f"{rec.tool} is a {rec.kind} record, {rec.status}"
+            raise ValueError(f"cannot settle {self.run_id}#{seq}: only an action with an "
+                             f"intent and no known outcome (pending or in_doubt) can be "
+                             f"settled ({what})")
+        lookup = self.engine.registry.lookups.get(rec.tool)
+        if lookup is None:
+            raise ValueError(f"cannot settle {self.run_id}#{seq}: {rec.tool} declares no "
+                             "lookup (rac.Compensation(..., lookup=rac.Lookup(...)))")
+        return rec, lookup, (undo_sources(self, rec)[0] if args is None else args)
 
     def _resolve(self, tool: str | Tool | Callable[..., Any]) -> Tool:
         if isinstance(tool, str):

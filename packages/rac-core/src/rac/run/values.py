@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rac.serialize import cap, plain_copy, redact_text, store_value, to_jsonable
+from rac.serialize import plain_copy, redact_text, store_value, to_jsonable
 
 
 def stored_copy(value: Any, max_chars: int) -> Any:
@@ -17,16 +17,6 @@ def stored_copy(value: Any, max_chars: int) -> Any:
 def exact(value: Any) -> Any:
     """``value`` as JSON-safe data, unredacted and untruncated."""
     return to_jsonable(value, redact=False)
-
-
-def stored_and_exact(value: Any, max_chars: int) -> tuple[Any, Any]:
-    """The stored copy of ``value``, and its exact copy when that differs (else None)."""
-    plain = plain_copy(value)
-    if plain is not None:
-        return plain, None
-    stored = cap(to_jsonable(value), max_chars)
-    full = exact(value)
-    return stored, (None if full == stored else full)
 
 
 def exact_copy(value: Any, stored: Any) -> dict[str, Any] | None:

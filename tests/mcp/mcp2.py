@@ -6,17 +6,19 @@ snake_case attributes and camelCase wire aliases (``alias_generator=to_camel``),
 ``meta``, and unknown keys dropped when a model is read from the wire (pydantic's default), so
 ``ToolAnnotations`` keeps only ``title`` and the four hints: a custom annotation key such as
 ``x-compensation-pair`` or SEP-3172's ``recovery`` is gone once the SDK has parsed a listing.
-``ClientSession.list_tools`` takes ``params=PaginatedRequestParams(cursor=...)`` and
-``call_tool`` its ``read_timeout_seconds`` in seconds, as the 2.x session does.
+``ClientSession.list_tools`` takes ``params=PaginatedRequestParams(cursor=...)`` and sends a
+``ListToolsRequest`` through ``send_request(request, result_type)``, which validates the raw
+answer with ``result_type`` (a model or a ``TypeAdapter``); ``call_tool`` takes its
+``read_timeout_seconds`` in seconds, as the 2.x session does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 
@@ -53,6 +55,12 @@ class PaginatedRequestParams(MCPModel):
     cursor: str | None = None
 
 
+class ListToolsRequest(MCPModel):
+    name_param: ClassVar[str | None] = None
+    method: str = "tools/list"
+    params: PaginatedRequestParams | None = None
+
+
 class TextContent(MCPModel):
     type: str = "text"
     text: str
@@ -80,14 +88,24 @@ class ClientSession:
         self.handlers = dict(handlers or {})
         self.requests: list[str | None] = []
 
-    async def list_tools(self, *, params: PaginatedRequestParams | None = None
-                         ) -> ListToolsResult:
-        cursor = params.cursor if params is not None else None
+    async def send_request(self, request: Any, result_type: Any) -> Any:
+        data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        assert data["method"] == "tools/list" and type(request).name_param is None
+        cursor = (data.get("params") or {}).get("cursor")
         self.requests.append(cursor)
         index = int(cursor) if cursor else 0
-        following = str(index + 1) if index + 1 < len(self.pages) else None
-        return ListToolsResult.model_validate({"tools": self.pages[index],
-                                               "nextCursor": following})
+        raw: dict[str, Any] = {"tools": self.pages[index]}
+        if index + 1 < len(self.pages):
+            raw["nextCursor"] = str(index + 1)
+        if isinstance(result_type, TypeAdapter):
+            return result_type.validate_python(raw, by_name=False)
+        return result_type.model_validate(raw, by_name=False)
+
+    async def list_tools(self, *, params: PaginatedRequestParams | None = None
+                         ) -> ListToolsResult:
+        result: ListToolsResult = await self.send_request(ListToolsRequest(params=params),
+                                                          ListToolsResult)
+        return result
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
                         read_timeout_seconds: float | None = None) -> CallToolResult:

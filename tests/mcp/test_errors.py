@@ -76,7 +76,8 @@ async def book_slowly(dest: str) -> dict[str, str]:
 BOOKED: list[str] = []
 
 
-async def test_a_real_request_timeout_is_ambiguous_and_not_retried_blindly() -> None:
+async def test_a_real_request_timeout_is_ambiguous_not_retried_and_never_reported_undone(
+        ) -> None:
     BOOKED.clear()
     async with create_connected_server_and_client_session(slow._mcp_server) as client:
         listed = (await client.list_tools()).tools
@@ -91,19 +92,6 @@ async def test_a_real_request_timeout_is_ambiguous_and_not_retried_blindly() -> 
     assert BOOKED == ["PAR"]
     assert failed.value.report.error_kind == "ambiguous"
     assert "timed out" in str(failed.value).lower()
-
-
-async def test_a_timed_out_booking_is_never_reported_undone() -> None:
-    BOOKED.clear()
-    async with create_connected_server_and_client_session(slow._mcp_server) as client:
-        listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
-        engine.register_mcp_tools(listed, server="slow")
-        engine.register_tools(rac.mcp.session_tools(client, listed, timeout=0.2))
-        async with engine.run() as run:
-            with pytest.raises(rac.ToolCallFailed) as failed:
-                await run.acall("book_slowly", dest="PAR")
-    assert BOOKED == ["PAR"]
     assert run.status is not rac.RunStatus.COMPENSATED
     assert "world is back" not in str(failed.value)
 

@@ -3,6 +3,8 @@ untrusted server calls read-only stays protected."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -99,12 +101,21 @@ def _fresh_world() -> None:
     FILES["notes.txt"] = "keep me"
 
 
-async def test_pairs_discovered_and_compensation_runs_through_the_server() -> None:
+@asynccontextmanager
+async def served(server: str = "travel", *, trusted: bool = False, **engine_kw: Any
+                 ) -> AsyncIterator[tuple[rac.RAC, rac.mcp.MCPDeclarations]]:
+    """An engine with this module's server's tools registered (as ``server``) and callable
+    through a client session on it."""
     async with create_connected_server_and_client_session(app._mcp_server) as client:
         listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
-        found = engine.register_mcp_tools(listed, server="travel")
+        engine = rac.RAC(store="memory://", load_entrypoints=False, **engine_kw)
+        found = engine.register_mcp_tools(listed, server=server, trusted=trusted)
         engine.register_tools(rac.mcp.session_tools(client, listed))
+        yield engine, found
+
+
+async def test_pairs_discovered_and_compensation_runs_through_the_server() -> None:
+    async with served() as (engine, found):
         assert engine.registry.pairs["book_flight"].tool == "cancel_flight"
         assert engine.registry.alternatives == {"book_flight": ["book_partner_flight"]}
         assert found.claims_read_only == ["search", "delete_file", "get_seat"]
@@ -122,11 +133,7 @@ async def test_pairs_discovered_and_compensation_runs_through_the_server() -> No
 
 @pytest.mark.parametrize("trusted", [False, True])
 async def test_a_read_only_hint_is_believed_only_from_a_trusted_server(trusted: bool) -> None:
-    async with create_connected_server_and_client_session(app._mcp_server) as client:
-        listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
-        engine.register_mcp_tools(listed, server="files", trusted=trusted)
-        engine.register_tools(rac.mcp.session_tools(client, listed))
+    async with served("files", trusted=trusted) as (engine, _):
         async with engine.run() as run:
             await run.acall("delete_file", path="notes.txt")
             with pytest.raises(rac.ToolCallFailed) as failed:
@@ -142,11 +149,7 @@ async def test_a_read_only_hint_is_believed_only_from_a_trusted_server(trusted: 
 
 
 async def test_untrusted_read_only_claim_is_refused_under_the_refuse_policy() -> None:
-    async with create_connected_server_and_client_session(app._mcp_server) as client:
-        listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False, no_compensation="refuse")
-        engine.register_mcp_tools(listed, server="files")
-        engine.register_tools(rac.mcp.session_tools(client, listed))
+    async with served("files", no_compensation="refuse") as (engine, _):
         async with engine.run() as run:
             with pytest.raises(rac.NoCompensationError, match="delete_file"):
                 await run.acall("delete_file", path="notes.txt")
@@ -165,11 +168,7 @@ async def test_declarations_from_a_session_it_lists_itself() -> None:
 
 
 async def test_an_update_is_undone_from_its_before_image_through_the_server() -> None:
-    async with create_connected_server_and_client_session(app._mcp_server) as client:
-        listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
-        engine.register_mcp_tools(listed, server="travel")
-        engine.register_tools(rac.mcp.session_tools(client, listed))
+    async with served() as (engine, _):
         assert engine.registry.pairs["set_seat"].before == rac.BeforeImage(
             tool="get_seat", args={"passenger": "args.passenger"})
         async with engine.run() as run:
@@ -182,11 +181,7 @@ async def test_an_update_is_undone_from_its_before_image_through_the_server() ->
 
 
 async def test_an_irreversible_tool_is_named_never_undone() -> None:
-    async with create_connected_server_and_client_session(app._mcp_server) as client:
-        listed = (await client.list_tools()).tools
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
-        engine.register_mcp_tools(listed, server="travel")
-        engine.register_tools(rac.mcp.session_tools(client, listed))
+    async with served() as (engine, _):
         assert engine.registry.irreversible == {"send_email": rac.Irreversible.RUN}
         async with engine.run() as run:
             await run.acall("send_email", to="ada@example.com")

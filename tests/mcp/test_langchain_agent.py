@@ -62,13 +62,20 @@ def ledger(path: Path) -> list[tuple[str, str | None, str]]:
         world.close()
 
 
+async def book_trip(eng: rac.RAC, tools: list[Any], *, steps: int) -> dict[str, Any]:
+    """A `create_agent` agent under `RACMiddleware(eng)` whose model makes the first ``steps``
+    calls of the trip, then apologises."""
+    agent = create_agent(model(*(turn(c) for c in TRIP[:steps]), say("sorry")),
+                         tools, middleware=[RACMiddleware(eng)])
+    result: dict[str, Any] = await agent.ainvoke({"messages": [("user", "book my trip")]})
+    return result
+
+
 async def test_pairs_come_from_the_server_and_compensations_run_through_it(
         world_file: Path) -> None:
     tools = await travel_client(world_file, "book_car=permanent").get_tools()
     eng = engine()
-    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), turn(TRIP[2]), say("sorry")),
-                         tools, middleware=[RACMiddleware(eng)])
-    result = await agent.ainvoke({"messages": [("user", "book my trip")]})
+    result = await book_trip(eng, tools, steps=3)
     # Discovered from the tools' metadata, with no registration line.
     lookup = rac.Lookup(tool="find_flights", args={"passenger": "args.passenger"},
                         items="result.bookings", match={"place": "args.dest"})
@@ -134,9 +141,7 @@ async def test_a_compensation_the_server_reports_failed_is_not_counted_undone(
                                 "cancel_flight=permanent").get_tools()
     eng = rac.RAC(store="memory://", load_entrypoints=False, clock=rac.testing.VirtualClock(),
                   compensation_retry=rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0))
-    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), say("sorry")),
-                         tools, middleware=[RACMiddleware(eng)])
-    result = await agent.ainvoke({"messages": [("user", "book my trip")]})
+    result = await book_trip(eng, tools, steps=2)
     (report,) = errors(result["messages"])
     assert "world is back" not in str(report.content)
     assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.NEEDS_ATTENTION]
@@ -153,9 +158,7 @@ async def test_a_booking_whose_connection_dropped_is_reconciled_through_the_look
     tools = await travel_client(world_file, "book_flight=crash@afterx1",
                                 "book_car=permanent").get_tools()
     eng = engine()
-    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), turn(TRIP[2]), say("sorry")),
-                         tools, middleware=[RACMiddleware(eng)])
-    result = await agent.ainvoke({"messages": [("user", "book my trip")]})
+    result = await book_trip(eng, tools, steps=3)
     assert [(tool, event) for tool, _, event in ledger(world_file)] == [
         ("book_flight", "book"), ("book_hotel", "book"),
         ("cancel_hotel", "cancel"), ("cancel_flight", "cancel")]
@@ -168,9 +171,7 @@ async def test_a_timed_out_booking_is_reconciled_not_repeated(world_file: Path) 
     tools = await travel_client(world_file, "book_flight=hang@afterx1", "book_hotel=permanent",
                                 timeout=3).get_tools()
     eng = engine()
-    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), say("sorry")),
-                         tools, middleware=[RACMiddleware(eng)])
-    await agent.ainvoke({"messages": [("user", "book my trip")]})
+    await book_trip(eng, tools, steps=2)
     assert [(tool, event) for tool, _, event in ledger(world_file)] == [
         ("book_flight", "book"), ("cancel_flight", "cancel")]
     assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.COMPENSATED]
@@ -183,9 +184,7 @@ async def test_a_timed_out_compensation_of_a_trusted_idempotent_tool_is_retried(
     eng = rac.RAC(store="memory://", load_entrypoints=False, clock=rac.testing.VirtualClock(),
                   compensation_retry=rac.RetryPolicy(max_attempts=3, initial_delay=0, jitter=0))
     eng.register_mcp_tools(tools, server="travel", trusted=True)
-    agent = create_agent(model(turn(TRIP[0]), turn(TRIP[1]), say("sorry")),
-                         tools, middleware=[RACMiddleware(eng)])
-    await agent.ainvoke({"messages": [("user", "book my trip")]})
+    await book_trip(eng, tools, steps=2)
     assert [(tool, event) for tool, _, event in ledger(world_file)] == [
         ("book_flight", "book"), ("cancel_flight", "cancel")]
     assert [r.status for r in eng.store.list_runs()] == [rac.RunStatus.COMPENSATED]

@@ -107,13 +107,14 @@ async def test_on_mcp_1x_the_recovery_annotation_drives_the_refund_through_the_s
     assert run.status is rac.RunStatus.COMPENSATED
 
 
-async def test_on_the_mcp_2x_shape_the_dropped_annotation_is_never_reported_undone() -> None:
-    # The same listing, read by the 2.x SDK: its ToolAnnotations drops `recovery`.
+async def test_the_2x_sdks_objects_have_lost_the_annotation_and_it_is_never_reported_undone(
+        ) -> None:
+    # The same listing, parsed by the 2.x SDK: its ToolAnnotations drops `recovery`.
     tools = mcp2.listed(WIRE)
     assert tools[0].annotations == mcp2.ToolAnnotations(destructive_hint=False)
     session = mcp2.ClientSession([WIRE], HANDLERS)
     engine = rac.RAC(store="memory://", load_entrypoints=False)
-    found = await rac.mcp.register_session_tools(engine, session, server="shop")
+    found = engine.register_mcp_tools(tools, server="shop")
     engine.register_tools(rac.mcp.session_tools(session, tools, timeout=30))
     assert found.compensations == {}
     run, told = await checkout(engine)
@@ -121,6 +122,41 @@ async def test_on_the_mcp_2x_shape_the_dropped_annotation_is_never_reported_undo
     assert CHARGES == {"TXN-1": 60}
     assert run.status is not rac.RunStatus.COMPENSATED
     assert "charge_payment" in told and "world is back" not in told
+
+
+async def test_a_2x_session_is_read_as_json_so_the_annotation_drives_the_refund() -> None:
+    # register_session_tools asks the 2.x session for the listing's JSON (every page), which
+    # still carries what the SDK's objects drop.
+    session = mcp2.ClientSession([WIRE[:1], WIRE[1:]], HANDLERS)
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    found = await rac.mcp.register_session_tools(engine, session, server="shop")
+    assert session.requests == [None, "1"]
+    assert found.tools["charge_payment"].declaration.source == "SEP-3172"
+    engine.register_tools(rac.mcp.session_tools(
+        session, await rac.mcp.list_session_tools(session), timeout=30))
+    run, _ = await checkout(engine)
+    assert CHARGES == {}
+    assert run.status is rac.RunStatus.COMPENSATED
+
+
+class StrictSession(mcp2.ClientSession):
+    """A 2.x session whose send_request takes the SDK's own request types only."""
+
+    async def send_request(self, request: Any, result_type: Any) -> Any:
+        if not isinstance(request, mcp2.ListToolsRequest):
+            raise TypeError(f"not a request: {type(request).__name__}")
+        return await super().send_request(request, result_type)
+
+
+async def test_a_2x_session_that_refuses_the_json_request_falls_back_to_the_sdks_objects(
+        ) -> None:
+    session = StrictSession([WIRE], HANDLERS)
+    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    with capture_logs() as events:
+        found = await rac.mcp.register_session_tools(engine, session, server="shop")
+    assert found.compensations == {} and set(found.tools) == {t["name"] for t in WIRE}
+    [warned] = [e for e in events if e["event"] == "rac.mcp.raw_listing_failed"]
+    assert "not a request" in warned["error"]
 
 
 async def test_on_the_mcp_2x_shape_a_declaration_in_meta_survives_and_every_page_is_read(

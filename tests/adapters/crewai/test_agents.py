@@ -180,3 +180,46 @@ def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None
     assert "not run: book_hotel was asked for in the same model turn" in first_hotel
     assert "HT-" in second_hotel
     assert "no cars" in told(llm, "book_car")[0]
+
+
+def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started() -> None:
+    # The agent of an enabled crew, used on its own: its kickoff's parallel calls are one
+    # batch too (the hotel call, held by a CrewAI hook until the car's failure started the
+    # rollback, is refused rather than run and undone).
+    world = TravelWorld()
+    signals = Signals()
+    world.fail("book_car", "permanent", message="no cars")
+    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+
+    def hold_hotel(context: Any) -> None:
+        if context.tool_name == "book_hotel":
+            assert signals.rollback_started.wait(10), "the rollback never started"
+
+    llm = ScriptedLLM([
+        [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
+                                                                     "city": "PAR"})],
+        "nothing booked",
+    ])
+    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
+                  tools=world_tools(world))
+    crew = Crew(agents=[agent], tasks=[Task(description="trip", expected_output="x",
+                                            agent=agent)])
+    eng = engine(plugins=[signals])
+    enable_rac(crew, eng)
+
+    with scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [hold_hotel]}):
+        agent.kickoff("Book ann's trip to Paris")
+
+    assert world.calls.get("book_hotel", 0) == 0
+    assert world.live() == []
+    assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
+    [hotel] = told(llm, "book_hotel")
+    assert "not run: book_hotel was asked for in the same model turn" in hotel
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    records = {r.tool: r for r in eng.store.get_records(run.run_id)}  # threads: any order
+    assert {t: (r.kind, r.status, r.attempts) for t, r in records.items()} == {
+        "book_flight": (RecordKind.ACTION, RecordStatus.COMPENSATED, 1),
+        "book_car": (RecordKind.ACTION, RecordStatus.FAILED, 1),
+        "cancel_flight": (RecordKind.COMPENSATION, RecordStatus.COMPLETED, 1),
+        "book_hotel": (RecordKind.ACTION, RecordStatus.FAILED, 0)}  # refused: never attempted

@@ -12,7 +12,7 @@ from crewai.flow.flow import Flow, listen, start
 import rac
 from rac.models import RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once
-from rac_crewai import enable_rac
+from rac_crewai import CrewRefused, enable_rac
 from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
@@ -193,3 +193,38 @@ def test_enabled_flow_that_succeeds_completes_one_run_with_both_bookings() -> No
     assert [r.status for r in runs] == [RunStatus.COMPLETED] * 2
     assert [r.tool for r in eng.store.get_records(runs[0].run_id)] == [
         "book_flight", "book_hotel"]
+
+
+def test_crew_that_cannot_be_guarded_stops_the_flow_and_its_run_is_rolled_back() -> None:
+    # The hotels crew, built inside the Flow, lacks the compensator the engine declares for
+    # book_hotel: it is refused before any of its calls, and the flight already booked by the
+    # first crew is undone (a refusal is a failure, not CrewAI's control flow).
+    world = TravelWorld()
+    f_llm = ScriptedLLM([[("book_flight", PAR)], "flight booked"])
+    h_llm = ScriptedLLM([[("book_hotel", HOTEL)], "hotel booked"])
+
+    class UnguardableFlow(Flow):  # type: ignore[type-arg]
+        @start()
+        def flights(self) -> str:
+            crew = crew_of(world, None, f_llm, "flights agent", "book_flight", "cancel_flight")
+            return str(crew.kickoff().raw)
+
+        @listen(flights)
+        def hotels(self, flight: str) -> str:
+            crew = crew_of(world, None, h_llm, "hotels agent", "book_hotel")
+            return str(crew.kickoff().raw)
+
+    eng = engine()
+    flow = enable_rac(UnguardableFlow(), eng)
+
+    with pytest.raises(CrewRefused, match=r"cancel_hotel") as refused:
+        flow.kickoff()
+
+    assert "RAC cannot guard crew" in str(refused.value)
+    assert world.calls.get("book_hotel", 0) == 0 and h_llm.calls == 0
+    assert world.live() == []
+    assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    assert [r.tool for r in eng.store.get_records(run.run_id)] == ["book_flight",
+                                                                   "cancel_flight"]

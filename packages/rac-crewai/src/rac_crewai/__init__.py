@@ -10,5 +10,7 @@ See ``docs/crewai.md``.
 from rac_crewai.enable import enable_rac, enable_rac_for_agent, enabled_engine
 from rac_crewai.guarded_tool import RACTool
 from rac_crewai.plugin import CrewAIPlugin
+from rac_crewai.run_scope import CrewRefused
 
-__all__ = ["CrewAIPlugin", "RACTool", "enable_rac", "enable_rac_for_agent", "enabled_engine"]
+__all__ = ["CrewAIPlugin", "CrewRefused", "RACTool", "enable_rac", "enable_rac_for_agent",
+           "enabled_engine"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, overload
 
 from crewai import Agent, Crew
@@ -15,14 +15,17 @@ from rac_crewai.engine_setup import engine_for
 from rac_crewai.flows import enable_flow
 from rac_crewai.guarded_tool import RACTool
 from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
-from rac_crewai.run_scope import in_async_run, in_run, rac_tools
+from rac_crewai.mcp_tools import ServerRef, adopt, configure
+from rac_crewai.run_scope import in_async_run, in_run, join, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
     crew_members,
     crew_tools,
     is_coordination,
+    unique_by_name,
     unwrap,
 )
+from rac_crewai.turns import in_akickoff, in_kickoff, noting_executor
 
 #: Instance attribute holding the engine of an enabled crew or agent.
 ENGINE_ATTR = "_rac_crewai_engine"
@@ -74,12 +77,17 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
         return
     cls = type(agent)
     object.__setattr__(agent, KICKOFF_ATTR, engine)
+    if callable(getattr(cls, "_prepare_kickoff", None)):
+        # The kickoff's own executor holds its model turns: its parallel calls are one batch.
+        object.__setattr__(agent, "_prepare_kickoff",
+                           noting_executor(agent, cls._prepare_kickoff.__get__(agent)))
     if callable(getattr(cls, "kickoff", None)):
-        object.__setattr__(agent, "kickoff", in_run(engine, cls.kickoff.__get__(agent), prepare))
+        object.__setattr__(agent, "kickoff", in_run(
+            engine, in_kickoff(cls.kickoff.__get__(agent)), prepare))
     for name in ("kickoff_async", "akickoff"):
         if callable(getattr(cls, name, None)):
             object.__setattr__(agent, name, in_async_run(
-                engine, getattr(cls, name).__get__(agent), prepare))
+                engine, in_akickoff(getattr(cls, name).__get__(agent)), prepare))
 
 
 #: Instance attribute naming the engine whose runs an agent's task attempts are scoped in.
@@ -98,12 +106,47 @@ def _scope_attempts(agent: Any, engine: RAC) -> None:
     object.__setattr__(agent, "aexecute_task", aattempt_scoped(engine, agent.aexecute_task))
 
 
+#: Instance attribute naming the engine an agent's ``mcps`` tools are guarded for.
+MCP_ATTR = "_rac_crewai_mcp_engine"
+
+
+def _guard_mcp(engine: RAC, agent: Any, tools: list[BaseTool]) -> list[BaseTool]:
+    """The tools CrewAI resolved from ``agent.mcps`` for one task or kickoff, wrapped for
+    ``engine`` and added to its open run, their servers' declarations registered
+    (:mod:`rac_crewai.mcp_tools`)."""
+    adopt(engine, tools)
+    peers = unique_by_name([unwrap(t) for t in tools] + [unwrap(t) for t in agent_tools(agent)])
+    check_declarations(engine, peers)
+    run = engine.current_run()
+    if run is not None:
+        join(run, rac_tools(tools))
+    return guard(tools, engine, agent.role, peers)
+
+
+def _scope_mcp(agent: Any, engine: RAC) -> None:
+    """Guard the tools CrewAI adds from ``agent.mcps`` inside each task and kickoff, after the
+    agent's own tools were wrapped (``agent.get_mcp_tools`` replaced on the instance)."""
+    if agent.__dict__.get(MCP_ATTR) is engine:
+        return
+    resolve = getattr(type(agent), "get_mcp_tools", None)
+    if not callable(resolve):
+        return
+    bound = resolve.__get__(agent)
+    object.__setattr__(agent, MCP_ATTR, engine)
+
+    def get_mcp_tools(mcps: Any) -> list[BaseTool]:
+        return _guard_mcp(engine, agent, bound(mcps))
+
+    object.__setattr__(agent, "get_mcp_tools", get_mcp_tools)
+
+
 def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     peers = crew_tools(crew)
     check_declarations(engine, peers)
     undo = crew.__dict__.get(UNDO_ATTR, True)
     for agent in crew_members(crew):
         guard_in_place(agent.tools, engine, agent.role, peers)
+        _scope_mcp(agent, engine)
 
         def prepare(agent: Any = agent) -> tuple[str, list[Tool]]:
             return agent.role, rac_tools(_guard_crew(crew, engine))
@@ -124,14 +167,17 @@ def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
 
 @overload
 def enable_rac(crew: Crew, rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
+               trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
                **config: Any) -> Crew: ...
 @overload
 def enable_rac(crew: Flow[Any], rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
+               trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
                **config: Any) -> Flow[Any]: ...
 
 
 def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
-               undo_rejected_attempts: bool = True, **config: Any) -> Crew | Flow[Any]:
+               undo_rejected_attempts: bool = True, trusted_mcp: Iterable[ServerRef] = (),
+               mcp_timeout: float | None = None, **config: Any) -> Crew | Flow[Any]:
     """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
 
     Given a CrewAI ``Flow``, each kickoff of the Flow is one run and every crew its methods
@@ -149,8 +195,16 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     Kicked off while a run of the engine is open (``with engine.run():`` around a Flow), the
     crew joins that run and adds its tools to it. Calling it again wraps tools added since and
     nothing twice.
+
+    Tools of ``Agent(mcps=[...])`` run under RAC too, with the compensations, lookups and
+    effect classes their servers declare in ``_meta`` (read from a listing of each server,
+    mapped to CrewAI's ``<server>_<tool>`` names). ``trusted_mcp`` lists the servers
+    (``MCPServerStdio``/``MCPServerHTTP``/``MCPServerSSE`` configs, or CrewAI's server names)
+    whose read-only and idempotency claims RAC believes; ``mcp_timeout`` bounds each MCP call,
+    in seconds (CrewAI's default: 30). Both apply to every crew of the engine.
     """
     engine = engine_for(rac, config)
+    configure(engine, trusted_mcp, mcp_timeout)
     if isinstance(crew, Flow):
         return enable_flow(crew, engine)
     if not undo_rejected_attempts:
@@ -186,16 +240,21 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     return crew
 
 
-def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, **config: Any) -> Agent:
-    """Run every tool of one agent under RAC; returns ``agent``.
+def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
+                         trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
+                         **config: Any) -> Agent:
+    """Run every tool of one agent under RAC, its ``mcps`` tools included; returns ``agent``.
 
     Inside a crew enabled with the same engine the agent's calls join the crew's run. Otherwise
     each task it executes (``execute_task``) and each standalone ``kickoff`` is one run.
+    ``trusted_mcp`` and ``mcp_timeout``: see :func:`enable_rac`.
     """
     engine = engine_for(rac, config)
+    configure(engine, trusted_mcp, mcp_timeout)
     peers = [unwrap(t) for t in agent_tools(agent)]
     check_declarations(engine, peers)
     guard_in_place(agent.tools, engine, agent.role, peers)
+    _scope_mcp(agent, engine)
     if enabled_engine(agent) is engine:
         return agent
     cls = type(agent)

@@ -16,6 +16,7 @@ from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 
 import rac
 from rac.adapters import ToolCache, framework_tool, params_from_schema
+from rac_crewai.errors import real_error
 
 if TYPE_CHECKING:
     from crewai import Crew, Task
@@ -40,14 +41,21 @@ def run_for_rac(tool: BaseTool, args: dict[str, Any]) -> Any:
     CrewAI counts a use of a tool with ``max_usage_count`` when the model calls it, on the tool
     the agent holds (RAC's wrapper, which keeps the user's budget). RAC's own attempts are not
     uses the model made: they must not spend the budget, or one transient error on a tool used
-    once would turn into "usage limit reached" and roll the whole run back.
+    once would turn into "usage limit reached" and roll the whole run back. An error CrewAI
+    wrapped (an MCP tool's) is raised as the error it carries (:mod:`rac_crewai.errors`).
     """
-    if tool.max_usage_count is None:
-        return tool.run(**args)
-    result = tool._run(**tool._validate_kwargs(args))
-    if asyncio.iscoroutine(result):
-        result = asyncio.run(result)
-    return result
+    try:
+        if tool.max_usage_count is None:
+            return tool.run(**args)
+        result = tool._run(**tool._validate_kwargs(args))
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return result
+    except Exception as e:
+        real = real_error(e)
+        if real is e:
+            raise
+    raise real  # what CrewAI's wrapper carries is what RAC classifies
 
 
 def _convert(inner: BaseTool) -> rac.Tool:

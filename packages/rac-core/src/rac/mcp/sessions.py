@@ -4,15 +4,22 @@ llama-index-tools-mcp, Semantic Kernel's MCP plugins and CrewAI's ``Agent(mcps=.
 tools without the servers' ``_meta`` and annotations, but the raw tools can still be listed:
 ``BasicMCPClient`` (LlamaIndex) and ``plugin.session`` (Semantic Kernel) answer
 ``list_tools()``, and for CrewAI a ``mcp.ClientSession`` of your own on the same server does.
+
+The mcp 2.x SDK drops the annotation keys its ``ToolAnnotations`` does not know (SEP-3172's
+``recovery``, ``x-compensation-pair``) when it parses a listing. On an mcp 2.x
+``ClientSession`` (or the ``session`` of an mcp 2.x ``Client``) the declarations are therefore
+read from the listing's JSON, asked for through the session's own ``send_request``; should that
+fail, from the SDK's objects, with a warning (``rac.mcp.raw_listing_failed``).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, cast, get_args, get_type_hints
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_type_hints
 
 from rac.errors import ConfigurationError
+from rac.events import emit
 from rac.mcp.names import NameMap
 from rac.mcp.reading import read_tool
 from rac.mcp.registration import MCPDeclarations, apply, declarations_from_mcp
@@ -72,9 +79,84 @@ async def declarations_from_session(session: Any, *, server: str | None = None,
                                     trusted: bool = False, names: NameMap | None = None
                                     ) -> MCPDeclarations:
     """The declarations of the tools ``session`` lists (see
-    :func:`rac.mcp.declarations_from_mcp` for the arguments)."""
-    return declarations_from_mcp(await list_session_tools(session), server=server,
+    :func:`rac.mcp.declarations_from_mcp` for the arguments); read from the listing's JSON on
+    an mcp 2.x session (see the module docstring)."""
+    return declarations_from_mcp(await _listing_for_declarations(session), server=server,
                                  trusted=trusted, names=names)
+
+
+async def _listing_for_declarations(session: Any) -> list[Any]:
+    raw_session = _v2_session(session)
+    if raw_session is not None:
+        try:
+            return await _list_raw(raw_session)
+        except Exception as e:  # noqa: BLE001 - the SDK's objects still carry most of it
+            emit("rac.mcp.raw_listing_failed", level="warning", status="typed",
+                 error=f"{type(e).__name__}: {e}",
+                 reason="RAC could not read this mcp 2.x session's listing as JSON; it reads "
+                        "the SDK's objects, which have lost annotation keys the SDK does not "
+                        "know (SEP-3172's recovery): declare recovery in _meta to be safe")
+    return await list_session_tools(session)
+
+
+def _takes(method: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _v2_session(session: Any) -> Any:
+    """The mcp 2.x ``ClientSession`` behind ``session`` (itself, or a 2.x ``Client``'s
+    ``session``), or None: a ``send_request`` and a ``list_tools`` taking ``params=`` only."""
+    for candidate in (session, _attribute(session, "session")):
+        list_tools = _attribute(candidate, "list_tools")
+        if (candidate is not None and callable(_attribute(candidate, "send_request"))
+                and callable(list_tools) and _takes(list_tools, "params")
+                and not _takes(list_tools, "cursor")):
+            return candidate
+    return None
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - a property that needs a connection: not this one
+        return None
+
+
+class _ListToolsRequest:
+    """A ``tools/list`` request as mcp 2.x's ``send_request`` reads one."""
+
+    name_param: ClassVar[str | None] = None
+
+    def __init__(self, cursor: str | None) -> None:
+        self.cursor = cursor
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {"method": "tools/list"}
+        if self.cursor is not None:
+            data["params"] = {"cursor": self.cursor}
+        return data
+
+
+async def _list_raw(session: Any) -> list[Any]:
+    """Every tool of an mcp 2.x ``session``'s listing, as the JSON dicts the server sent."""
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(dict[str, Any])
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await session.send_request(_ListToolsRequest(cursor), adapter)
+        listed = page.get("tools") if isinstance(page, dict) else None
+        if not isinstance(listed, list):
+            raise TypeError(f"a tools/list answer without a list of tools: {page!r:.200}")
+        tools.extend(listed)
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return tools
+    raise RuntimeError(f"MCP session {session!r} kept returning pages after {_MAX_PAGES}")
 
 
 async def register_session_tools(engine: RAC, session: Any, *, server: str | None = None,
@@ -113,7 +195,7 @@ def session_tools(session: Any, listed: list[Any], *, names: NameMap | None = No
             else None
         out.append(Tool(view.framework_name, acall=acall,
                         params=schema,  # type: ignore[arg-type]
-                        description=str(getattr(raw, "description", "") or "")))
+                        description=str(_field(raw, "description") or "")))
     return out
 
 
@@ -131,3 +213,8 @@ def _call_timeout(session: Any, timeout: float | None) -> Any:
 
         return timedelta(seconds=timeout)
     return float(timeout)
+
+
+def _field(raw: Any, name: str) -> Any:
+    """A field of a listed tool, an SDK object or a wire dict."""
+    return raw.get(name) if isinstance(raw, Mapping) else getattr(raw, name, None)

@@ -1,0 +1,162 @@
+"""Tools of ``Agent(mcps=[...])`` under RAC, against the example MCP server run as a
+subprocess over stdio: the pairs come from the server's ``_meta`` (which CrewAI drops), mapped
+to CrewAI's ``<server>_<tool>`` names; compensations run through the server; a lost answer is
+reconciled, not repeated; an untrusted server's read-only claim is not believed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crewai import Agent, Crew, Task
+from crewai.mcp import MCPServerStdio
+from crewai.utilities.string_utils import sanitize_tool_name
+
+import rac
+from rac.models import RecordKind, RecordStatus, RunStatus
+from rac.testing import TravelWorld, VirtualClock
+from rac_crewai import enable_rac
+from rac_crewai.mcp_tools import server_name
+from tests.adapters.crewai.support import ScriptedLLM, runs_of, told
+
+SERVER = str(Path(__file__).resolve().parents[3] / "examples" / "mcp_travel_server.py")
+FLIGHT = {"passenger": "Ada", "origin": "LHR", "dest": "CDG"}
+HOTEL = {"guest": "Ada", "city": "Paris", "nights": 3}
+
+
+class Travel:
+    """The example server over a world file, as CrewAI names its tools."""
+
+    def __init__(self, world: Path, *faults: str) -> None:
+        args = [SERVER, "--world", str(world)]
+        for fault in faults:
+            args += ["--fail", fault]
+        self.config = MCPServerStdio(command=sys.executable, args=args)
+        self.server = server_name(self.config)
+
+    def name(self, tool: str) -> str:
+        """The tool's name in CrewAI (and so in RAC's log and registry)."""
+        return f"{self.server}_{tool}"
+
+    def seen(self, tool: str) -> str:
+        """The tool's name as the model sees it (sanitized by CrewAI)."""
+        return sanitize_tool_name(self.name(tool))
+
+    def call(self, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A model's call of the tool."""
+        return self.seen(tool), args
+
+
+def ledger(world: Path) -> list[tuple[str, str]]:
+    w = TravelWorld(str(world))
+    try:
+        return [(tool, event) for tool, _, event in w.ledger()]
+    finally:
+        w.close()
+
+
+def engine(**kw: Any) -> rac.RAC:
+    return rac.RAC(store="memory://", clock=VirtualClock(), load_entrypoints=False, **kw)
+
+
+def trip_crew(travel: Travel, script: list[Any]) -> tuple[Crew, ScriptedLLM]:
+    llm = ScriptedLLM(script)
+    agent = Agent(role="travel agent", goal="Book trips.", backstory="Careful.", llm=llm,
+                  mcps=[travel.config], max_iter=10)
+    task = Task(description="Book Ada's trip to Paris.", expected_output="What was booked",
+                agent=agent)
+    return Crew(agents=[agent], tasks=[task]), llm
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    path = tmp_path / "world.db"
+    TravelWorld(str(path)).close()
+    return path
+
+
+def test_pairs_from_the_server_and_compensation_through_it(world: Path) -> None:
+    travel = Travel(world, "book_hotel=permanent")
+    crew, llm = trip_crew(travel, [[travel.call("book_flight", FLIGHT)],
+                                   [travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng)
+
+    crew.kickoff()
+
+    assert eng.registry.pairs[travel.name("book_flight")].tool == travel.name("cancel_flight")
+    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    [report] = told(llm, travel.seen("book_hotel"))
+    assert "book_hotel failed" in report and "not available" in report
+    assert f"via {travel.name('cancel_flight')}" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    records = eng.store.get_records(run.run_id)
+    assert [(r.tool, r.kind, r.agent_id) for r in records] == [
+        (travel.name("book_flight"), RecordKind.ACTION, "travel agent"),
+        (travel.name("book_hotel"), RecordKind.ACTION, "travel agent"),
+        (travel.name("cancel_flight"), RecordKind.COMPENSATION, "travel agent")]
+    assert records[1].status is RecordStatus.FAILED
+    assert records[0].result
+
+
+def test_a_timed_out_booking_is_looked_up_not_repeated(world: Path) -> None:
+    # The server books the flight and never answers: the call times out. CrewAI's client
+    # would repeat it (a second flight); under RAC it makes one attempt, and RAC looks the
+    # booking up with find_flights (declared in the server's metadata) before deciding.
+    travel = Travel(world, "book_flight=hang@afterx1", "book_hotel=permanent")
+    crew, llm = trip_crew(travel, [[travel.call("book_flight", FLIGHT)],
+                                   [travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng, mcp_timeout=2)
+
+    crew.kickoff()
+
+    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    [flight] = told(llm, travel.seen("book_flight"))
+    assert "FL-101" in flight  # the agent is told the booking the lookup found
+    [report] = told(llm, travel.seen("book_hotel"))
+    assert f"via {travel.name('cancel_flight')}" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+
+
+def test_a_lost_connection_is_ambiguous_and_reconciled(world: Path) -> None:
+    # The server books the flight, then its process dies with the request outstanding.
+    travel = Travel(world, "book_flight=crash@afterx1", "book_hotel=permanent")
+    crew, llm = trip_crew(travel, [[travel.call("book_flight", FLIGHT)],
+                                   [travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng)
+
+    crew.kickoff()
+
+    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_read_only_claim_is_believed_only_from_a_trusted_server(world: Path,
+                                                                  trusted: bool) -> None:
+    travel = Travel(world, "book_hotel=permanent")
+    crew, llm = trip_crew(travel, [[travel.call("search_flights", {"origin": "LHR",
+                                                                    "dest": "CDG"})],
+                                   [travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng, trusted_mcp=[travel.config] if trusted else [])
+
+    crew.kickoff()
+
+    search = travel.name("search_flights")
+    [report] = told(llm, travel.seen("book_hotel"))
+    [run] = runs_of(eng)
+    if trusted:
+        assert search in eng.registry.read_only
+        assert run.status is RunStatus.COMPENSATED and "world is back" in report
+    else:  # protected like any side effect with no undo: never "the world is back"
+        assert search not in eng.registry.read_only
+        assert run.status is RunStatus.NEEDS_ATTENTION
+        assert "world is back" not in report and search in report

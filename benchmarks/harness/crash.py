@@ -12,7 +12,10 @@ log, calls ``engine.recover()`` and the invariants are checked against the world
 
 In-doubt calls (intent logged, outcome not) are undone by idempotency key: the compensators
 accept ``action_key`` and look up what the forward call with that key did, or do nothing if it
-never took effect (as the crash demo's keyed travel world does).
+never took effect (as the crash demo's keyed travel world does). In the ``lookup`` variant (the
+real tau2 airline domain, whose tools take no key) the engine declares the world's lookups, and
+recovery asks them whether an in-doubt call took effect (found: compensated; absent: it did not
+happen); tau2's database is saved after every write and reloaded in the recovering process.
 """
 
 from __future__ import annotations
@@ -30,10 +33,19 @@ from pathlib import Path
 from typing import Any
 
 import rac
-from benchmarks.approaches.base import ABORT, ATTENTION, GOAL, Episode, RunResult, make_setup
+from benchmarks.approaches.base import (
+    ABORT,
+    ATTENTION,
+    GOAL,
+    Episode,
+    RunResult,
+    Setup,
+    make_setup,
+)
 from benchmarks.approaches.rac_engine import (
     RETRY,
     ResultSchema,
+    compensations,
     declarations,
     drive_under_rac,
     log_view,
@@ -54,7 +66,12 @@ CASES: list[tuple[str, str, str, int, int]] = [
     # no tool takes a key: an in-doubt call cannot be looked up after the crash
     ("travel/trip_budget", "unsolvable", "plain", 1, 1),
     ("travel/group_of_3", "unsolvable", "plain", 1, 1),
+    # the real tau2 airline domain: no key; recovery without and with the booking's lookup
+    ("tau2_airline/three_passengers", "unsolvable", "plain", 1, 1),
+    ("tau2_airline/three_passengers", "unsolvable", "lookup", 1, 1),
 ]
+#: crash-case variants: the world variants, and ``lookup`` (``plain`` with lookups declared)
+LOOKUP_VARIANT = "lookup"
 ACTION_KEY = "action_key"
 _SKIP = ("clock", "idempotency_key", "once")
 
@@ -75,22 +92,39 @@ class NthPoint(CrashPlugin):
 
 # -- the world as a durable external service ----------------------------------------------------
 def save_world(world: World, path: Path) -> None:
-    """Write the world's state (ledger, inventory, stored replies) atomically."""
-    state = {k: v for k, v in world.__dict__.items() if k not in _SKIP}
+    """Write the world's state (ledger, inventory, stored replies; a database world's changed
+    records) atomically."""
+    own = getattr(world, "state", None)
+    if own is not None:
+        data: Any = own()
+    else:
+        data = (world.clock.now(), {k: v for k, v in world.__dict__.items() if k not in _SKIP})
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps((world.clock.now(), state)))
+    tmp.write_bytes(pickle.dumps(data))
     os.replace(tmp, path)
 
 
 def load_world(world: World, path: Path) -> None:
     """Restore ``world`` (freshly made for the same scenario) from ``path``."""
-    now, state = pickle.loads(path.read_bytes())
+    data = pickle.loads(path.read_bytes())
+    own = getattr(world, "load_state", None)
+    if own is not None:
+        own(data)
+        return
+    now, state = data
     world.__dict__.update(state)
     world.clock.advance(now - world.clock.now())
 
 
 def make_durable(world: World, path: Path, plugin: NthPoint) -> None:
     """Save the world right after every effect, then pass ``<tool>:after_effect``."""
+    if hasattr(world, "after_effect"):  # a database world calls back after each write
+        def saved(tool: str) -> None:
+            save_world(world, path)
+            plugin.reached(f"{tool}:after_effect")
+
+        world.after_effect = saved
+        return
     plain = world.once
 
     def once(tool: str, do: Callable[[], Any]) -> Any:
@@ -139,15 +173,14 @@ def _keyed_compensator(world: World, forward: str, spec: CompSpec, idfield: str,
 
 def _engine(world: World, tools: dict[str, Callable[..., Any]], url: str, clock: Any,
             plugins: list[Any], variant: str) -> tuple[rac.RAC, list[rac.Tool]]:
-    comps: dict[str, rac.Compensation] = {}
+    # the declared paths (and before-images); with ``lookup``, the world's lookups too
+    comps = compensations(world, lookups=variant == LOOKUP_VARIANT)
     tools = dict(tools)
     for fwd, spec in world.compensations.items():
         idfield = world.effect_field[fwd]
         if variant == "keyed" and fwd in world.keyed_tools:
             comps[fwd] = rac.Compensation(tool=spec.tool, args=_keyed_mapper(spec, idfield))
             tools[spec.tool] = _keyed_compensator(world, fwd, spec, idfield, tools[spec.tool])
-        else:  # nothing to look an in-doubt call up by: the declared paths only
-            comps[fwd] = rac.Compensation(tool=spec.tool, args=dict(spec.params))
     rtools = [rac.Tool.from_function(fn, name=name) for name, fn in tools.items()]
     engine = rac.RAC(compensations=comps, alternatives=world.alternatives,
                      read_only=world.read_only, retry=RETRY, store=url, clock=clock,
@@ -162,11 +195,16 @@ def _undo_names(world: World) -> dict[str, str]:
     return {fwd: spec.tool for fwd, spec in world.compensations.items()}
 
 
+def _setup(scenario: str, cls: str, variant: str, seed: int) -> Setup:
+    """The episode's setup; the ``lookup`` variant runs in the ``plain`` world."""
+    return make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed,
+                      "plain" if variant == LOOKUP_VARIANT else variant)
+
+
 def _run_to_point(scenario: str, cls: str, variant: str, seed: int, n: int, db: Path,
                   world_file: Path) -> list[str]:
     """Run the episode under RAC; end the process at the n-th point (n=0: trace only)."""
-    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed,
-                       variant)
+    setup = _setup(scenario, cls, variant, seed)
     plugin = NthPoint(n, _undo_names(setup.world))
     make_durable(setup.world, world_file, plugin)
     save_world(setup.world, world_file)
@@ -175,14 +213,16 @@ def _run_to_point(scenario: str, cls: str, variant: str, seed: int, n: int, db: 
     drive_under_rac(engine, setup, f"{scenario}:{cls}:{variant}:{seed}", tools)
     engine.store.close()
     save_world(setup.world, world_file)
+    reset = getattr(setup.world, "reset", None)
+    if n == 0 and reset is not None:  # the trace ran in this process: put its database back
+        reset()
     return plugin.seen
 
 
 def _recover_and_check(scenario: str, cls: str, variant: str, seed: int, db: Path,
                        world_file: Path) -> dict[str, Any]:
     """In a fresh process: reload the world, recover the log, check I1-I7."""
-    setup = make_setup(catalog.scenarios()[scenario], catalog.fault_classes()[cls], seed,
-                       variant)
+    setup = _setup(scenario, cls, variant, seed)
     load_world(setup.world, world_file)
     engine, _ = _engine(setup.world, setup.tools, f"sqlite:///{db}", setup.clock, [], variant)
     recovered = engine.recover()
@@ -288,10 +328,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cases: dict[str, Any] = {}
     for r in rows:
         c = cases.setdefault(f"{r['scenario']} [{r['cls']}/{r['variant']}]",
-                             {"schedules": set(), "crash_points": 0, "violating": 0})
+                             {"schedules": set(), "crash_points": 0, "violating": 0,
+                              "residual": 0, "silent_residual": 0, "false_clean": 0})
         c["schedules"].add(r["seed"])
         c["crash_points"] += 1
         c["violating"] += bad(r)
+        c["residual"] += r.get("outcome") == "residual"
+        c["silent_residual"] += bool(r.get("silent_residual"))
+        c["false_clean"] += bool(r.get("false_clean"))
     for c in cases.values():
         c["schedules"] = len(c["schedules"])
     examples = [f"{r['scenario']} [{r['cls']}/{r['variant']}] seed {r['seed']} at {r['point']} (#{r['index']}): "

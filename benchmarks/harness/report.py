@@ -479,7 +479,11 @@ def render_markdown(data: dict[str, Any]) -> str:
             "engine on the same SQLite log calls `engine.recover()`, and the run is checked and "
             "classified against the world. In the `keyed` variant the compensators of keyed "
             "tools look up what the call with that key did (or do nothing); in `plain` there "
-            "is nothing to look an in-doubt call up by.", "",
+            "is nothing to look an in-doubt call up by. In `lookup` (the real tau2 airline "
+            "domain, whose tools take no key) the engine declares the booking's lookup, and "
+            "recovery asks it whether a booking whose intent was written and whose outcome "
+            "never was took effect: found, it is cancelled; absent, it did not happen. tau2's "
+            "database is saved after every write and reloaded by the recovering process.", "",
             *_crash_table(crash), "",
             f"After recovery: residual {crash['residual']}, false all-clear "
             f"{crash['false_clean']}, silent residual {crash['silent_residual']}. Ends: "
@@ -531,10 +535,15 @@ def _rollback_table(rollback: dict[str, Any]) -> list[str]:
 
 def _crash_table(crash: dict[str, Any]) -> list[str]:
     lines = ["| case | fault schedules | crash points tried | runs violating I1-I7 after "
-             "recovery |", "|---|---:|---:|---:|"]
+             "recovery | residual | silent residual | false all-clear |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for name, c in crash["cases"].items():
-        lines.append(f"| {name} | {c['schedules']} | {c['crash_points']} | {c['violating']} |")
-    lines.append(f"| **all** | | **{crash['crash_points']}** | **{crash['violating']}** |")
+        lines.append(f"| {name} | {c['schedules']} | {c['crash_points']} | {c['violating']} "
+                     f"| {c.get('residual', '-')} | {c.get('silent_residual', '-')} "
+                     f"| {c.get('false_clean', '-')} |")
+    lines.append(f"| **all** | | **{crash['crash_points']}** | **{crash['violating']}** "
+                 f"| **{crash['residual']}** | **{crash['silent_residual']}** "
+                 f"| **{crash['false_clean']}** |")
     return lines
 
 

@@ -133,6 +133,9 @@ class Tau2AirlineWorld(World):
         self.touched: dict[str, set[str]] = {c: set() for c in COLLECTIONS}
         #: compare the whole database, not only the named records
         self.full_diff = False
+        #: called with the tool's name right after each write tau2 performed (before any
+        #: injected error is raised; the crash harness saves the world there)
+        self.after_effect: Callable[[str], None] = lambda tool: None
 
     # -- tools: tau2's own, through its environment ----------------------------------------------
     def tool_names(self) -> list[str]:
@@ -186,6 +189,8 @@ class Tau2AirlineWorld(World):
             if hasattr(out, "reservation_id"):
                 self._touch(out.model_dump())
             self._observe(name, kwargs, out)
+            if name not in self.read_only:
+                self.after_effect(name)
             return out.model_dump() if hasattr(out, "model_dump") else (
                 [o.model_dump() for o in out] if isinstance(out, list) else out)
 
@@ -369,6 +374,26 @@ class Tau2AirlineWorld(World):
                 del table[key]
             else:
                 table[key] = old.model_copy(deep=True)
+
+    # -- durable state, for the crash harness ------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What a run changed, picklable: the changed records (None for a removed one), the
+        ledger, the records calls named and the clock."""
+        changed = {ck: new for ck, (_old, new) in self.changed(full=self.full_diff).items()}
+        return {"changed": changed, "ledger": self.ledger, "touched": self.touched,
+                "now": self.clock.now()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Apply :meth:`state` to the shipped database (the process's database must be as
+        loaded, e.g. a fork of one whose runs were put back with :meth:`reset`)."""
+        for (coll, key), rec in state["changed"].items():
+            table = getattr(self.db, coll)
+            if rec is None:
+                table.pop(key, None)
+            else:
+                table[key] = rec
+        self.ledger, self.touched = state["ledger"], state["touched"]
+        self.clock.advance(state["now"] - self.clock.now())
 
     # -- helpers for the scenarios ---------------------------------------------------------------
     def goal_reservations(self) -> list[Any]:

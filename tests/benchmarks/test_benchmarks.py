@@ -115,7 +115,10 @@ def test_the_baselines_show_residuals(quick: dict[str, Any]) -> None:
 def test_crash_points_are_recovered_and_classified(quick: dict[str, Any]) -> None:
     crash = quick["crash_recovery"]
     assert crash["crash_points"] >= 50
-    assert set(crash["by_variant"]) == {"plain", "keyed"}
+    assert set(crash["by_variant"]) == {"plain", "keyed", "lookup"}
+    for variant in ("plain", "lookup"):  # the real tau2 airline domain, without and with
+        case = crash["cases"][f"tau2_airline/three_passengers [unsolvable/{variant}]"]
+        assert case["crash_points"] >= 15, variant
     for kind in ("after_intent", "after_effect", "after_outcome", "after_status",
                  "before_intent", "after_compensated", "after_end"):
         assert crash["point_kinds"].get(kind, 0) > 0, kind

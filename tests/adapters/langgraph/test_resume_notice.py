@@ -121,3 +121,24 @@ def test_tell_model_changes_nothing_for_an_ordinary_thread() -> None:
     assert all(seen[0].content == "You book trips." for seen in m.seen)
     assert sorted(b["kind"] for b in world.live()) == ["flight", "hotel"]
     assert len(eng.store.list_runs()) == 2
+
+
+async def test_the_notice_on_the_async_path(tmp_path: Path) -> None:
+    """``ainvoke`` with an async checkpointer: the notice is found with ``await``."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    world_path, log, threads = _crash(tmp_path)
+    world = TravelWorld(str(world_path))
+    eng = rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+                  store=f"sqlite:///{log}", clock=VirtualClock(), load_entrypoints=False,
+                  tools=world.tools())
+    eng.recover(stale_after=0.0)
+    m = scripted_model(say("Nothing is booked yet."))
+    async with AsyncSqliteSaver.from_conn_string(str(threads)) as saver:
+        agent = create_agent(m, world_tools(world),
+                             middleware=[RACMiddleware(rac=eng, tell_model=True)],
+                             checkpointer=saver)
+        await agent.ainvoke(None, {"configurable": {"thread_id": "t-lost"}})
+    [first] = m.seen
+    assert isinstance(first[0], SystemMessage)
+    assert "book_flight FL-101" in first[0].content

@@ -289,3 +289,22 @@ async def test_async_resume_reconciles_the_interrupted_call(tmp_path: Path) -> N
     assert out["messages"][-1].content == "Your flight and hotel are booked."
     [info] = eng.store.list_runs()
     assert info.status is rac.RunStatus.COMPLETED
+
+
+def test_resume_keeps_a_call_in_doubt_when_its_lookup_cannot_tell(tmp_path: Path) -> None:
+    """The guest already had a hotel in Paris: after the crash the lookup shows two bookings
+    that match the interrupted call and nothing tells which is its own, so it is not run again
+    and stays in doubt, with the lookup's reason, for `rac recover`."""
+    TravelWorld(str(tmp_path / "world.db")).book_hotel("ann", "Paris", 5)  # an earlier stay
+    world_path, log, threads = _crash(tmp_path, "after", lookup=True)
+    world = TravelWorld(str(world_path))
+    eng = _engine(log, world, lookup=True)
+    m, _ = _resume(world, eng, threads, lookup=True)
+
+    told = _last_hotel_answer(m)
+    assert "may or may not have taken effect" in told and "2 effects" in told
+    assert world.calls.get("book_hotel", 0) == 0 and len(world.live("hotel")) == 2
+    [info] = eng.store.list_runs()
+    assert info.status is rac.RunStatus.RUNNING  # left to `rac recover`
+    [rec] = [r for r in eng.store.get_records(info.run_id) if r.tool == "book_hotel"]
+    assert rec.status is rac.RecordStatus.PENDING

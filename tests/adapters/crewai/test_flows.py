@@ -129,6 +129,12 @@ def test_flow_that_raises_after_both_crews_undoes_both() -> None:
     assert run.status is RunStatus.COMPENSATED
 
 
+def fly(world: TravelWorld, llm: ScriptedLLM) -> str:
+    """A Flow method's work: a plain flights crew built and kicked off in the method."""
+    crew = crew_of(world, None, llm, "flights agent", "book_flight", "cancel_flight")
+    return str(crew.kickoff().raw)
+
+
 class PlainTripFlow(Flow):  # type: ignore[type-arg]
     """A Flow building plain crews inside its methods, as a CrewAI user writes it."""
 
@@ -139,9 +145,7 @@ class PlainTripFlow(Flow):  # type: ignore[type-arg]
 
     @start()
     def flights(self) -> str:
-        crew = crew_of(self.world, None, self.f_llm, "flights agent", "book_flight",
-                       "cancel_flight")
-        return str(crew.kickoff().raw)
+        return fly(self.world, self.f_llm)
 
     @listen(flights)
     def hotels(self, flight: str) -> str:
@@ -228,3 +232,91 @@ def test_crew_that_cannot_be_guarded_stops_the_flow_and_its_run_is_rolled_back()
     assert run.status is RunStatus.COMPENSATED
     assert [r.tool for r in eng.store.get_records(run.run_id)] == ["book_flight",
                                                                    "cancel_flight"]
+
+
+CAR = {"driver": "ann", "city": "PAR"}
+
+
+class ScopedTripFlow(Flow):  # type: ignore[type-arg]
+    """Flights, then the hotel and a car (one crew), then a summary."""
+
+    def __init__(self, world: TravelWorld, h_llm: ScriptedLLM, *, raise_after: bool = False,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.world, self.h_llm, self.raise_after = world, h_llm, raise_after
+        self.f_llm = ScriptedLLM([[("book_flight", PAR)], "flight booked"])
+        self.summaries: list[str] = []
+
+    @start()
+    def flights(self) -> str:
+        return fly(self.world, self.f_llm)
+
+    @listen(flights)
+    def stay(self, flight: str) -> str:
+        crew = crew_of(self.world, None, self.h_llm, "stay agent", "book_car", "cancel_car",
+                       "book_hotel", "cancel_hotel")
+        out = str(crew.kickoff().raw)
+        if self.raise_after:
+            raise RuntimeError("the stay is over budget")
+        return out
+
+    @listen(stay)
+    def summary(self, stay: str) -> str:
+        self.summaries.append(stay)
+        return stay
+
+
+def test_method_scopes_a_failed_listener_undoes_only_itself() -> None:
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    h_llm = ScriptedLLM([[("book_car", CAR)], [("book_hotel", HOTEL)], "no stay; car returned"])
+    eng = engine()
+    flow = enable_rac(ScopedTripFlow(world, h_llm), eng, method_scopes=True)
+
+    flow.kickoff()
+
+    assert [b["kind"] for b in world.live()] == ["flight"]  # the first method's effect stands
+    assert [(t, e) for t, _, e in world.ledger()] == [
+        ("book_flight", "book"), ("book_car", "book"), ("cancel_car", "cancel")]
+    report = told(h_llm, "book_hotel")[0]
+    assert "hotel full" in report and "via cancel_car" in report
+    assert "book_flight" not in report
+    assert flow.summaries == ["no stay; car returned"]  # the Flow went on
+    [run] = runs_of(eng)
+    statuses = {r.tool: r.status for r in eng.store.get_records(run.run_id)}
+    assert statuses["book_flight"] is RecordStatus.COMPLETED
+    assert statuses["book_car"] is RecordStatus.COMPENSATED
+
+
+def test_method_scopes_a_raising_method_undoes_its_own_effects_only() -> None:
+    world = TravelWorld()
+    h_llm = ScriptedLLM([[("book_car", CAR)], [("book_hotel", HOTEL)], "stay booked"])
+    eng = engine()
+    flow = enable_rac(ScopedTripFlow(world, h_llm, raise_after=True), eng, method_scopes=True)
+
+    with pytest.raises(RuntimeError, match="over budget"):
+        flow.kickoff()
+
+    assert [b["kind"] for b in world.live()] == ["flight"]
+    assert {t for t, _, e in world.ledger() if e == "cancel"} == {"cancel_car", "cancel_hotel"}
+    assert flow.summaries == []
+    [run] = runs_of(eng)
+    statuses = {r.tool: r.status for r in eng.store.get_records(run.run_id)}
+    assert statuses == {"book_flight": RecordStatus.COMPLETED,
+                        "book_car": RecordStatus.COMPENSATED,
+                        "book_hotel": RecordStatus.COMPENSATED,
+                        "cancel_hotel": RecordStatus.COMPLETED,
+                        "cancel_car": RecordStatus.COMPLETED}
+
+
+def test_without_method_scopes_the_same_raise_undoes_the_whole_flow() -> None:
+    world = TravelWorld()
+    h_llm = ScriptedLLM([[("book_car", CAR)], [("book_hotel", HOTEL)], "stay booked"])
+    eng = engine()
+    flow = enable_rac(ScopedTripFlow(world, h_llm, raise_after=True), eng)
+
+    with pytest.raises(RuntimeError, match="over budget"):
+        flow.kickoff()
+
+    assert world.live() == []
+    assert_compensated_once(world)

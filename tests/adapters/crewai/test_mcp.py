@@ -160,3 +160,16 @@ def test_a_read_only_claim_is_believed_only_from_a_trusted_server(world: Path,
         assert search not in eng.registry.read_only
         assert run.status is RunStatus.NEEDS_ATTENTION
         assert "world is back" not in report and search in report
+
+
+def test_a_compensator_the_tool_filter_hides_is_a_clear_error_before_any_call(
+        world: Path) -> None:
+    travel = Travel(world)
+    travel.config.tool_filter = lambda tool: tool["original_name"] != "cancel_flight"
+    crew, llm = trip_crew(travel, [[travel.call("book_flight", FLIGHT)], "booked"])
+    enable_rac(crew, engine())
+
+    with pytest.raises(rac.ConfigurationError, match="cancel_flight"):
+        crew.kickoff()
+
+    assert ledger(world) == []

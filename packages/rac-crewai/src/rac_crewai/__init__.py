@@ -7,10 +7,11 @@
 See ``docs/crewai.md``.
 """
 
+from rac_crewai.approvals import Approval, ask_in_console
 from rac_crewai.enable import enable_rac, enable_rac_for_agent, enabled_engine
 from rac_crewai.guarded_tool import RACTool
 from rac_crewai.plugin import CrewAIPlugin
 from rac_crewai.run_scope import CrewRefused
 
-__all__ = ["CrewAIPlugin", "CrewRefused", "RACTool", "enable_rac", "enable_rac_for_agent",
-           "enabled_engine"]
+__all__ = ["Approval", "CrewAIPlugin", "CrewRefused", "RACTool", "ask_in_console",
+           "enable_rac", "enable_rac_for_agent", "enabled_engine"]

@@ -8,7 +8,8 @@ agent; RAC registers it only inside a run it scoped (an execution-scoped hook, n
 one) and it only notes the agent's role in a context variable, which the wrapped tool reads in
 the same thread right after.
 
-The same hook names the call's model turn (:func:`rac_crewai.turns.turn_of`): the calls one
+It also keeps CrewAI's hook context of the call, through which an approver can ask a person
+(:mod:`rac_crewai.approvals`). The same hook names the call's model turn (:func:`rac_crewai.turns.turn_of`): the calls one
 model message asked for are one batch (:func:`rac.adapters.execute`).
 """
 
@@ -25,6 +26,7 @@ from rac_crewai.turns import turn_of
 
 _CALLER: ContextVar[str | None] = ContextVar("rac_crewai_caller", default=None)
 _TURN: ContextVar[str | None] = ContextVar("rac_crewai_turn", default=None)
+_CONTEXT: ContextVar[Any] = ContextVar("rac_crewai_call_context", default=None)
 
 
 def note_caller(context: Any) -> None:
@@ -34,11 +36,18 @@ def note_caller(context: Any) -> None:
     role = getattr(agent, "role", None)
     _CALLER.set(role if isinstance(role, str) and role else None)
     _TURN.set(turn_of(context))
+    _CONTEXT.set(context)
 
 
 def current_caller() -> str | None:
     """The role of the agent whose tool call is being made in this context, if known."""
     return _CALLER.get()
+
+
+def current_call_context() -> Any:
+    """CrewAI's ``ToolCallHookContext`` of the tool call being made in this context, if any
+    (what an approver asks a person through)."""
+    return _CONTEXT.get()
 
 
 def current_turn() -> str | None:
@@ -56,10 +65,11 @@ def crew_hooks(*extra: tuple[InterceptionPoint, Callable[[Any], Any]]) -> Iterat
     for point, hook in ((InterceptionPoint.PRE_TOOL_CALL, note_caller), *extra):
         if hook not in hooks[point]:
             hooks[point].append(hook)
-    caller, turn = _CALLER.set(None), _TURN.set(None)
+    caller, turn, call = _CALLER.set(None), _TURN.set(None), _CONTEXT.set(None)
     try:
         with scoped_hooks(hooks):
             yield
     finally:
+        _CONTEXT.reset(call)
         _TURN.reset(turn)
         _CALLER.reset(caller)

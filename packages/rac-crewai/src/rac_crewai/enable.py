@@ -9,7 +9,9 @@ from crewai import Agent, Crew
 from crewai.flow.flow import Flow
 from crewai.tools import BaseTool
 
-from rac import RAC, Tool
+from rac import RAC, ConfigurationError, Tool
+from rac_crewai.approvals import Approver
+from rac_crewai.approvals import install as install_approver
 from rac_crewai.attempts import aattempt_scoped, attempt_scoped
 from rac_crewai.engine_setup import engine_for
 from rac_crewai.flows import enable_flow
@@ -168,16 +170,18 @@ def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
 @overload
 def enable_rac(crew: Crew, rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
                trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
-               **config: Any) -> Crew: ...
+               approver: Approver | None = None, **config: Any) -> Crew: ...
 @overload
 def enable_rac(crew: Flow[Any], rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
                trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
+               approver: Approver | None = None, method_scopes: bool = False,
                **config: Any) -> Flow[Any]: ...
 
 
 def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
                undo_rejected_attempts: bool = True, trusted_mcp: Iterable[ServerRef] = (),
-               mcp_timeout: float | None = None, **config: Any) -> Crew | Flow[Any]:
+               mcp_timeout: float | None = None, approver: Approver | None = None,
+               method_scopes: bool = False, **config: Any) -> Crew | Flow[Any]:
     """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
 
     Given a CrewAI ``Flow``, each kickoff of the Flow is one run and every crew its methods
@@ -202,11 +206,22 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     (``MCPServerStdio``/``MCPServerHTTP``/``MCPServerSSE`` configs, or CrewAI's server names)
     whose read-only and idempotency claims RAC believes; ``mcp_timeout`` bounds each MCP call,
     in seconds (CrewAI's default: 30). Both apply to every crew of the engine.
+
+    ``approver`` decides the engine's tools declared ``irreversible={tool: "approve"}``: a
+    function of a :class:`rac_crewai.Approval` returning True (run it), False (denied) or
+    None (pending; the call is refused as waiting for approval); :func:`rac_crewai.ask_in_console`
+    asks a person through CrewAI's tool-hook prompt. Given a Flow, ``method_scopes=True``
+    makes each method execution a nested scope: a failure inside a method undoes only what
+    that method did (see :mod:`rac_crewai.flows`).
     """
     engine = engine_for(rac, config)
     configure(engine, trusted_mcp, mcp_timeout)
+    install_approver(engine, approver)
     if isinstance(crew, Flow):
-        return enable_flow(crew, engine)
+        return enable_flow(crew, engine, method_scopes=method_scopes)
+    if method_scopes:
+        raise ConfigurationError("method_scopes=True is for a Flow; a crew's kickoff is one "
+                                 "run (its guarded tasks' attempts are nested scopes)")
     if not undo_rejected_attempts:
         object.__setattr__(crew, UNDO_ATTR, False)
     _guard_crew(crew, engine)
@@ -242,15 +257,16 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
 
 def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
                          trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
-                         **config: Any) -> Agent:
+                         approver: Approver | None = None, **config: Any) -> Agent:
     """Run every tool of one agent under RAC, its ``mcps`` tools included; returns ``agent``.
 
     Inside a crew enabled with the same engine the agent's calls join the crew's run. Otherwise
     each task it executes (``execute_task``) and each standalone ``kickoff`` is one run.
-    ``trusted_mcp`` and ``mcp_timeout``: see :func:`enable_rac`.
+    ``trusted_mcp``, ``mcp_timeout`` and ``approver``: see :func:`enable_rac`.
     """
     engine = engine_for(rac, config)
     configure(engine, trusted_mcp, mcp_timeout)
+    install_approver(engine, approver)
     peers = [unwrap(t) for t in agent_tools(agent)]
     check_declarations(engine, peers)
     guard_in_place(agent.tools, engine, agent.role, peers)

@@ -6,6 +6,12 @@ runs, an execution-scoped ``execution_start`` hook guards each crew as it starts
 wrapped in place, then added to the run), so a crew built inside a method
 (``TripCrew().crew().kickoff()``) is covered too. A failure of any crew, or an exception of
 any method, undoes what every crew of the kickoff did, newest first.
+
+With ``method_scopes=True`` each execution of a Flow method is a nested scope of the run
+instead: a crew's failure inside a method undoes only what that method did (the Flow goes on,
+its other methods' effects stand), and a method that raises has its own effects undone before
+the exception leaves ``kickoff``, the other methods' effects standing. A method paused for
+human feedback (CrewAI's ``HumanFeedbackPending``) is not a failure: nothing is undone.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from crewai.flow.flow import Flow
 from crewai.hooks.dispatch import InterceptionPoint
 
 from rac import RAC, ConfigurationError, Tool
-from rac_crewai.run_scope import CrewRefused, in_async_run, in_run, join
+from rac_crewai.run_scope import CrewRefused, in_async_run, in_run, join, mark_rolled_back
 
 #: Instance attribute holding the engine of an enabled Flow.
 FLOW_ENGINE_ATTR = "_rac_crewai_engine"
+#: Instance attribute of an enabled Flow whose method executions are nested scopes.
+METHOD_SCOPES_ATTR = "_rac_crewai_method_scopes"
 
 
 def adopt_crews(engine: RAC) -> Any:
@@ -43,8 +51,45 @@ def adopt_crews(engine: RAC) -> Any:
     return adopt
 
 
-def enable_flow(flow: Flow[Any], engine: RAC) -> Flow[Any]:
+def _paused(error: BaseException) -> bool:
+    """True for CrewAI's "waiting for human feedback" (a pause, not a failure)."""
+    return any(cls.__name__ == "HumanFeedbackPending" for cls in type(error).__mro__)
+
+
+def scope_methods(flow: Flow[Any], engine: RAC) -> None:
+    """Run each method execution of ``flow`` in a nested scope of the open run (once)."""
+    if flow.__dict__.get(METHOD_SCOPES_ATTR) is engine:
+        return
+    execute = type(flow)._execute_method.__get__(flow)
+
+    async def _execute_method(method_name: Any, method: Any, *args: Any,
+                              **kwargs: Any) -> Any:
+        run = engine.current_run()
+        if run is None:
+            return await execute(method_name, method, *args, **kwargs)
+        paused: BaseException | None = None
+        try:
+            async with run.scope():
+                try:
+                    return await execute(method_name, method, *args, **kwargs)
+                except Exception as e:
+                    if not _paused(e):
+                        raise
+                    paused = e
+        except Exception as e:  # the scope rolled back what this method did
+            mark_rolled_back(e, run)
+            raise
+        assert paused is not None  # the method neither returned nor failed: it paused
+        raise paused
+
+    object.__setattr__(flow, METHOD_SCOPES_ATTR, engine)
+    object.__setattr__(flow, "_execute_method", _execute_method)
+
+
+def enable_flow(flow: Flow[Any], engine: RAC, *, method_scopes: bool = False) -> Flow[Any]:
     """See :func:`rac_crewai.enable_rac`."""
+    if method_scopes:
+        scope_methods(flow, engine)
     if flow.__dict__.get(FLOW_ENGINE_ATTR) is engine:
         return flow
     cls = type(flow)

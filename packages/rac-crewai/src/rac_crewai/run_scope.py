@@ -47,10 +47,27 @@ class CrewRefused(HookAborted):
     not CrewAI's control flow but a failure."""
 
 
+#: Attribute of an exception that left a Flow method's scope, which rolled back what the
+#: method did: the id of the run (see :func:`rac_crewai.flows.scope_methods`).
+ROLLED_BACK_ATTR = "_rac_crewai_rolled_back_in"
+
+
+def mark_rolled_back(err: BaseException, run: rac.Run) -> None:
+    """Note that the scope ``err`` left was rolled back for it: the run it then leaves is not
+    rolled back again."""
+    try:
+        setattr(err, ROLLED_BACK_ATTR, run.run_id)
+    except AttributeError:  # an exception type with __slots__: the run is rolled back
+        pass
+
+
 def settled_by_rac(run: rac.Run, err: BaseException) -> bool:
     """True if ``err`` needs no rollback as it leaves the kickoff: CrewAI stopping on a failure
     RAC already rolled back (``tool_failure_policy="raise"``), with nothing done in the run
-    since, or a hook aborting the run (control flow)."""
+    since, an exception a Flow method's scope already rolled back for (per-method scopes), or
+    a hook aborting the run (control flow)."""
+    if getattr(err, ROLLED_BACK_ATTR, None) == run.run_id:
+        return True
     if isinstance(err, HookAborted):
         return not isinstance(err, CrewRefused)
     if not isinstance(err, ToolExecutionFailedError):

@@ -194,3 +194,15 @@ def test_approval_resumed_in_a_fresh_process(tmp_path: Path) -> None:
     assert "send_voucher" in str(report.content)  # named: it could not be undone
     assert "world is back" not in str(report.content)
     assert out["messages"][-1].content == script[-1].content
+
+
+async def test_approval_on_the_async_path() -> None:
+    world, mail = TravelWorld(), Mailbox()
+    eng = engine(irreversible={"send_voucher": "approve"})
+    m = model(*_script())
+    agent = _agent(world, mail, eng, m, InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-async"}}
+    out = await agent.ainvoke({"messages": [("user", "flight, and a voucher")]}, cfg)
+    assert out["__interrupt__"][0].value["tool"] == "send_voucher" and mail.sent == []
+    await agent.ainvoke(Command(resume="approve"), cfg)
+    assert mail.sent == [VOUCHER] and world.calls["book_flight"] == 1

@@ -267,3 +267,25 @@ def test_resume_reconciles_the_interrupted_call_through_its_lookup(tmp_path: Pat
     assert info.status is rac.RunStatus.COMPLETED  # settled: nothing left for `rac recover`
     assert eng.recover(stale_after=0.0) == []
     assert _kinds(world) == ["flight", "hotel"]
+
+
+async def test_async_resume_reconciles_the_interrupted_call(tmp_path: Path) -> None:
+    """The same on the async path (``ainvoke``, an async checkpointer): the lookup runs
+    through ``await``, the booking found is the answer, nothing is booked twice."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    world_path, log, threads = _crash(tmp_path, "after", lookup=True)
+    world = TravelWorld(str(world_path))
+    eng = _engine(log, world, lookup=True)
+    m = scripted_model(say("Your flight and hotel are booked."))
+    tools = [*world_tools(world), find_hotels_tool(world)]
+    async with AsyncSqliteSaver.from_conn_string(str(threads)) as saver:
+        agent = create_agent(m, tools, middleware=[RACMiddleware(rac=eng)], checkpointer=saver)
+        out = await agent.ainvoke(None, {"configurable": {"thread_id": "t-crash"}})
+
+    [hotel] = world.live("hotel")
+    assert world.calls.get("book_hotel", 0) == 0
+    assert hotel["booking_id"] in _last_hotel_answer(m)
+    assert out["messages"][-1].content == "Your flight and hotel are booked."
+    [info] = eng.store.list_runs()
+    assert info.status is rac.RunStatus.COMPLETED

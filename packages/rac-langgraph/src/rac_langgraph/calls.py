@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -20,11 +21,11 @@ from rac.run.reconcile import ABSENT, FOUND, Reconciled
 from rac_langgraph import approvals, pregel
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
-    CommandAnswer,
     HandOff,
     InvalidToolCall,
     is_handoff,
     is_invalid_call,
+    result_value,
 )
 from rac_langgraph.runs import Replay, TurnRuns, runs_of
 from rac_langgraph.settle import settle_flow
@@ -109,14 +110,16 @@ class RACToolCalls:
             self._step_done(run, explicit)
             return earlier
 
+        held = _Held()
+
         def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
             other = _tool_of_agent(request, name)
-            return None if other is None else lambda a: execute_(_for_tool(request, other, a))
+            return None if other is None else \
+                lambda a: held.keep(execute_(_for_tool(request, other, a)), request)
 
         invoke = route(run, requested,
-                       lambda a: _own_result(execute_(_with_args(request, a)), request, run),
-                       through=through, direct=lambda n, raw: _as_message(request, n, raw),
-                       hint=_HINT)
+                       lambda a: held.own(execute_(_with_args(request, a)), request, run),
+                       through=through, direct=held.direct(request), hint=_HINT)
         note = ""
         try:
             if requested in self.engine.registry.irreversible:
@@ -131,7 +134,7 @@ class RACToolCalls:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request, note)
+        return self._answer(run, outcome, request, held, note)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
@@ -159,15 +162,22 @@ class RACToolCalls:
             self._step_done(run, explicit)
             return earlier
 
+        held = _Held()
+
         def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
             other = _tool_of_agent(request, name)
-            return None if other is None else lambda a: execute_(_for_tool(request, other, a))
+            if other is None:
+                return None
+
+            async def via(a: dict[str, Any]) -> Any:
+                return held.keep(await execute_(_for_tool(request, other, a)), request)
+            return via
 
         async def own(a: dict[str, Any]) -> Any:
-            return _own_result(await execute_(_with_args(request, a)), request, run)
+            return held.own(await execute_(_with_args(request, a)), request, run)
 
-        ainvoke = aroute(run, requested, own, through=through,
-                         direct=lambda n, raw: _as_message(request, n, raw), hint=_HINT)
+        ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
+                         hint=_HINT)
         note = ""
         try:
             if requested in self.engine.registry.irreversible:
@@ -182,7 +192,7 @@ class RACToolCalls:
             return refused.reply  # type: ignore[no-any-return]
         finally:
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request, note)
+        return self._answer(run, outcome, request, held, note)
 
     # -- turns --------------------------------------------------------------------------------
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
@@ -279,9 +289,9 @@ class RACToolCalls:
             return None, ""
         return approvals.ask(name, call["args"], call.get("id"))
 
-    def _answer(self, run: rac.Run, outcome: rac.CallOutcome,
-                request: ToolCallRequest, note: str = "") -> ToolResult:
-        reply = _reply(outcome, request)
+    def _answer(self, run: rac.Run, outcome: rac.CallOutcome, request: ToolCallRequest,
+                held: _Held, note: str = "") -> ToolResult:
+        reply = _reply(outcome, request, held)
         if note and outcome.refused and isinstance(reply, ToolMessage):
             reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
@@ -290,6 +300,31 @@ class RACToolCalls:
         if rolled_back and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
             return reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
         return reply
+
+    # -- telling a resumed model ------------------------------------------------------------
+    def rollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+        """Once per turn: what the model must hear before it acts, when this step is the first
+        of an invocation that resumes a checkpointed thread whose turn ``rac recover`` rolled
+        back (what was undone, what could not be); else None. ``config`` is the step's
+        (default: LangGraph's ``get_config()``). ``RACMiddleware(tell_model=True)`` calls it
+        before each model call; in a hand-built graph, call it at the start of the model
+        node and put the text before the messages."""
+        if config is None:
+            config = get_config()
+        return self.turns.resumed_note(config, self._agent_of(config))
+
+    async def arollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+        """:meth:`rollback_notice` for the async path (async checkpointers)."""
+        if config is None:
+            config = get_config()
+        return await self.turns.aresumed_note(config, self._agent_of(config))
+
+    def _agent_of(self, config: Mapping[str, Any]) -> str:
+        if self.agent_id is not None:
+            return self.agent_id
+        metadata = config.get("metadata")
+        name = metadata.get("lc_agent_name") if metadata else None
+        return str(name) if name else self.engine.agent_id
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of the turn ``state``/``config`` belong to completed."""
@@ -331,7 +366,9 @@ def _undone_text(rec: rac.Record) -> str:
 
 def _batch(request: ToolCallRequest) -> Hashable | None:
     """The batch of a call: the model message that issued it (its id, else its position), in
-    the call's thread."""
+    the call's thread. None for the only call of its message: a batch refuses the calls of a
+    model turn that had not started when a rollback of the run began, and a lone call has no
+    such sibling (the core then may take its shortcut for the plainest calls)."""
     state = request.state
     messages = state.get("messages") if isinstance(state, Mapping) else getattr(
         state, "messages", None)
@@ -341,6 +378,8 @@ def _batch(request: ToolCallRequest) -> Hashable | None:
     for i in range(len(messages) - 1, -1, -1):
         calls = getattr(messages[i], "tool_calls", None)
         if calls and any(c.get("id") == call_id for c in calls):
+            if len(calls) == 1:
+                return None
             return batch_key(getattr(messages[i], "id", None) or f"#{i}")
     return None
 
@@ -352,34 +391,56 @@ def _with_args(request: ToolCallRequest, args: dict[str, Any]) -> ToolCallReques
         tool_call={**call, "args": args})
 
 
-def _own_result(result: ToolResult, request: ToolCallRequest, run: rac.Run) -> Any:
-    """What the log gets for the requested tool's result: the result itself; a command, with
-    the call id its answer is found by; a hand-off raised as control flow (unless the tool is
-    declared read-only: then it is an ordinary result); ToolNode's answer to arguments that
-    failed validation raised as a refusal (the tool never ran)."""
-    if type(result) is ToolMessage or isinstance(result, ToolMessage):
-        if result.status == "error" and is_invalid_call(result, request.tool_call["name"]):
-            raise InvalidToolCall(result)
-        return result
-    if isinstance(result, Command):
-        if is_handoff(result) and request.tool_call["name"] not in \
-                run.engine.registry.read_only:
+class _Held:
+    """What a call's attempts got from the framework (the ``ToolMessage`` or ``Command`` of
+    the last one), kept for the model while RAC logs its plain value (so an engine with no
+    other plugin keeps the core's shortcut; see :class:`rac_langgraph.results.LangGraphResults`)."""
+
+    __slots__ = ("reply", "value")
+
+    def __init__(self) -> None:
+        self.reply: Any = None
+        self.value: Any = None
+
+    def own(self, result: ToolResult, request: ToolCallRequest, run: rac.Run) -> Any:
+        """The requested tool's result, as RAC gets it: its plain value; a hand-off raised as
+        control flow (unless the tool is declared read-only: then it is an ordinary result);
+        ToolNode's answer to arguments that failed validation raised as a refusal (the tool
+        never ran)."""
+        if type(result) is ToolMessage or isinstance(result, ToolMessage):
+            if result.status == "error" and is_invalid_call(result, request.tool_call["name"]):
+                raise InvalidToolCall(result)
+        elif isinstance(result, Command) and is_handoff(result) and \
+                request.tool_call["name"] not in run.engine.registry.read_only:
             raise HandOff(result)
-        return CommandAnswer(result, request.tool_call.get("id"))
-    return result
+        return self.keep(result, request)
+
+    def keep(self, result: Any, request: ToolCallRequest) -> Any:
+        """Keep ``result`` for the model; its plain value for RAC (a ``Command``'s, by the
+        tool message answering this call)."""
+        value = result_value(result, request.tool_call.get("id"))
+        if value is None and not isinstance(result, ToolMessage | Command):
+            value = result
+        self.reply, self.value = result, value
+        return value
+
+    def direct(self, request: ToolCallRequest) -> Callable[[str, Any], Any]:
+        """``route``'s ``direct``: an alternative only the engine knows answers in a tool
+        message of this call."""
+        def answered(name: str, raw: Any) -> Any:
+            self.reply, self.value = _as_message(request, name, raw), raw
+            return raw
+        return answered
 
 
-def _reply(outcome: rac.CallOutcome, request: ToolCallRequest) -> ToolResult:
+def _reply(outcome: rac.CallOutcome, request: ToolCallRequest, held: _Held) -> ToolResult:
     """What ToolNode gets for a call RAC ran: the tool's own result, or the recovery report."""
     if outcome.ok:
-        result = outcome.result
-        if isinstance(result, CommandAnswer):
-            return result.command
-        if isinstance(result, ToolMessage | Command):
-            return result
+        if held.reply is not None and outcome.result is held.value:
+            return held.reply  # type: ignore[no-any-return]
         # Not the tool's own answer: the effect RAC found by reconciling a call that may have
         # happened (its lookup's item), told to the model as the tool's result.
-        return _as_message(request, request.tool_call["name"], result)
+        return _as_message(request, request.tool_call["name"], outcome.result)
     call = request.tool_call
     return ToolMessage(content=failure_text(outcome), tool_call_id=call["id"],
                        name=call["name"], status="error")

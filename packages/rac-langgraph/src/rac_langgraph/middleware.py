@@ -6,12 +6,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain_core.messages import ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 import rac
+from rac.events import emit
 from rac_langgraph.calls import RACToolCalls
 
 
@@ -32,7 +33,7 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     is answered with its logged result instead of running again.
 
     The middleware hooks only tool calls (LangChain traces a model-call hook on every model
-    call) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
+    call; ``tell_model=True`` adds one) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
     tool calls is, and marked ``completed`` after each tool step (and when an interrupt pauses
     one): a crash during a tool call leaves it to ``rac recover``, a later failure in the turn
     still undoes the whole turn (see ``docs/langgraph.md``).
@@ -50,15 +51,30 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "approve"}`` is approved by a person through LangGraph's ``interrupt()``
             (``Command(resume="approve")`` or ``"deny"``); ``"hook"``: by the engine's
             ``rac_approve_action`` plugins.
+        tell_model: also hook model calls, so that a thread resumed after ``rac recover``
+            rolled its turn back tells the model so before its first model call, even when
+            the model then makes no tool call (with a checkpointer and LangGraph's default
+            ``durability="async"``, the step before a crash may be lost and the model asked
+            again). Off by default: create_agent traces every model-call hook, about 50 µs
+            per model call (see ``docs/langgraph.md``).
     """
+
+    def __new__(cls, *args: Any, tell_model: bool = False, **kwargs: Any) -> RACMiddleware:
+        # create_agent adds a model-call hook only for a middleware whose class overrides one:
+        # with tell_model the instance is of the subclass that does.
+        if tell_model and cls is RACMiddleware:
+            cls = _RACMiddlewareTellingModel
+        return super().__new__(cls)
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  finish_steps: bool = True, repeatable: Iterable[str] = (),
-                 approvals: str = "interrupt", **config: Any) -> None:
+                 approvals: str = "interrupt", tell_model: bool = False,
+                 **config: Any) -> None:
         super().__init__()
         calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps,
                              repeatable=repeatable, approvals=approvals, **config)
         self.calls = calls
+        self.tell_model = tell_model
 
         # create_agent wraps each hook in LangSmith's ``traceable``, which takes the hook's
         # ``inspect.signature`` on every call: for a bound method about 60 k instructions (a
@@ -96,3 +112,54 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ToolMessage | Command[Any]:
         """Run the tool call under RAC (async path)."""
         return await self.calls.awrap_tool_call(request, handler)
+
+
+class _RACMiddlewareTellingModel(RACMiddleware):
+    """:class:`RACMiddleware` with ``tell_model=True``: before a model call that is the first
+    step of an invocation resuming a thread whose turn recovery rolled back, the rollback
+    notice is added to the model's system message (once per turn)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        calls = self.calls
+
+        def wrap_model_call(request: ModelRequest,
+                            handler: Callable[[ModelRequest], Any]) -> Any:
+            note = calls.rollback_notice()
+            return handler(request if note is None else _with_notice(request, note))
+
+        async def awrap_model_call(request: ModelRequest,
+                                   handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
+            note = await calls.arollback_notice()
+            return await handler(request if note is None else _with_notice(request, note))
+
+        for hook in (wrap_model_call, awrap_model_call):  # plain functions: see __init__
+            setattr(hook, "__signature__", inspect.signature(hook))  # noqa: B010
+            hook.__doc__ = getattr(type(self), hook.__name__).__doc__
+            self.__dict__[hook.__name__] = hook
+
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], Any]) -> Any:
+        """Tell a resumed model about a rollback before it acts (blocking path)."""
+        note = self.calls.rollback_notice()
+        return handler(request if note is None else _with_notice(request, note))
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
+        """Tell a resumed model about a rollback before it acts (async path)."""
+        note = await self.calls.arollback_notice()
+        return await handler(request if note is None else _with_notice(request, note))
+
+
+def _with_notice(request: ModelRequest, note: str) -> ModelRequest:
+    """``request`` with ``note`` added to its system message."""
+    system = request.system_message
+    if system is None:
+        message = SystemMessage(content=note)
+    elif isinstance(system.content, str):
+        message = SystemMessage(content=f"{system.content}\n\n{note}" if system.content
+                                else note)
+    else:
+        message = SystemMessage(content=[*system.content, {"type": "text", "text": note}])
+    emit("rac_langgraph.rollback_told", where="system message")
+    return request.override(system_message=message)

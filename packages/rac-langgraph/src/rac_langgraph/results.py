@@ -48,17 +48,6 @@ class HandOff(CallRefused):
         self.command = command
 
 
-class CommandAnswer:
-    """A ``Command`` a tool returned for the call ``tool_call_id``: the log reads the tool
-    message that answers that call, not another one of the update's history."""
-
-    __slots__ = ("command", "tool_call_id")
-
-    def __init__(self, command: Command[Any], tool_call_id: str | None) -> None:
-        self.command = command
-        self.tool_call_id = tool_call_id
-
-
 def is_handoff(result: Any) -> bool:
     """True if ``result`` is a command for the parent graph (a hand-off)."""
     return isinstance(result, Command) and result.graph == Command.PARENT
@@ -114,11 +103,16 @@ def command_value(command: Command[Any], tool_call_id: str | None = None) -> Any
 
 
 def result_value(result: Any, tool_call_id: str | None = None) -> Any:
-    """The plain value of anything a ToolNode returns for one call (message, command, list)."""
-    if type(result) is ToolMessage or isinstance(result, ToolMessage):
+    """The plain value of anything a ToolNode returns for one call (message, command, list);
+    None for anything else."""
+    if type(result) is ToolMessage:
+        # The common case first: a tool message with text content (often JSON), no artifact.
+        if result.status != "error" and result.artifact is None \
+                and type(result.content) is str:
+            return as_fields(result.content)
         return message_value(result)
-    if isinstance(result, CommandAnswer):
-        return command_value(result.command, result.tool_call_id)
+    if isinstance(result, ToolMessage):
+        return message_value(result)
     if isinstance(result, Command):
         return command_value(result, tool_call_id)
     if isinstance(result, list) and result and all(
@@ -164,10 +158,14 @@ def classify_tool_exception(error: BaseException) -> Classification | None:
 
 
 class LangGraphResults:
-    """RAC plugin: unwraps ``ToolMessage`` and ``Command`` results (``rac_normalize_result``)
-    says what LangChain's ``ToolException`` around another error means
+    """RAC plugin: says what LangChain's ``ToolException`` around another error means
     (``rac_classify_error``), and gives the verdict a person gave through ``interrupt()`` on
-    an irreversible call (``rac_approve_action``, see :mod:`rac_langgraph.approvals`)."""
+    an irreversible call (``rac_approve_action``, see :mod:`rac_langgraph.approvals`).
+
+    It does not implement ``rac_normalize_result``: the adapter hands RAC the plain value of
+    each ``ToolMessage`` or ``Command`` itself (:func:`result_value`), and LangChain tools the
+    engine calls (:func:`rac_langgraph.as_rac_tool`) return plain values, so an engine with no
+    other plugin keeps the core's shortcut for the plainest calls (``rac.run.fast``)."""
 
     @rac.hookimpl
     def rac_classify_error(self, error: BaseException) -> Classification | None:
@@ -177,13 +175,3 @@ class LangGraphResults:
     def rac_approve_action(self, tool: str, args: dict[str, Any]) -> bool | None:
         # The answer a person gave through interrupt() for this very call, if any.
         return approvals.verdict_for(tool, args)
-
-    @rac.hookimpl
-    def rac_normalize_result(self, tool: str, result: Any) -> Any:
-        # The common case first: a tool message with text content (often JSON) and no artifact.
-        if type(result) is ToolMessage and result.status != "error" and result.artifact is None:
-            content = result.content
-            if type(content) is str:
-                return as_fields(content)
-        return result_value(result)
-

@@ -366,6 +366,45 @@ class TurnRuns(RunRegistry[TurnKey]):
             self._mcp_seen.clear()
         self._mcp_seen[key] = list(tools)  # the tools are kept: the ids stay theirs
 
+    # -- telling a resumed model ----------------------------------------------------------------
+    def resumed_note(self, config: Mapping[str, Any] | None, agent_id: str) -> str | None:
+        """Once per turn: what the model must hear before it acts, at the first step of an
+        invocation of a checkpointed thread whose turn recovery rolled back while the thread
+        was away (None otherwise). The turn's run is found as a tool call would find it (from
+        the log, in a fresh process), so a model that makes no tool call is told too."""
+        found = self._first_step(config)
+        if found is None:
+            return None
+        saver, thread, root = found
+        anchor = self._anchor(saver, thread, root) or pregel.loop_start(config or {})
+        return None if anchor is None else self.take_note(self._durable(thread, anchor,
+                                                                         agent_id))
+
+    async def aresumed_note(self, config: Mapping[str, Any] | None,
+                            agent_id: str) -> str | None:
+        """:meth:`resumed_note` for the async path."""
+        found = self._first_step(config)
+        if found is None:
+            return None
+        saver, thread, root = found
+        anchor = await self._aanchor(saver, thread, root) or pregel.loop_start(config or {})
+        return None if anchor is None else self.take_note(self._durable(thread, anchor,
+                                                                         agent_id))
+
+    @staticmethod
+    def _first_step(config: Mapping[str, Any] | None) -> tuple[Any, str, str] | None:
+        """The checkpointed thread of a step that is the first its invocation runs (a resumed
+        model step is one), else None."""
+        found = _checkpointed(config)
+        if found is None or config is None:
+            return None
+        start = pregel.loop_start(config)
+        metadata = config.get("metadata") or {}
+        step = metadata.get("langgraph_step")
+        if start is None or not isinstance(step, int) or step != int(start) + 1:
+            return None
+        return found
+
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
         """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by
         other agents of the turn."""

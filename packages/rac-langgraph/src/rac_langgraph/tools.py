@@ -6,10 +6,13 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 
 import rac
 from rac.adapters import ToolCache, framework_tool
+from rac_langgraph.results import result_value
 
 
 def _tool_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
@@ -20,14 +23,22 @@ def _tool_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
             "id": f"rac-{uuid.uuid4().hex[:16]}"}
 
 
+def plain(result: Any) -> Any:
+    """What RAC logs for a LangChain tool's answer: the plain value of a ``ToolMessage`` or
+    ``Command`` (an error message becomes ``{"error": text}``, a failure to RAC); anything
+    else as it is."""
+    value = result_value(result)
+    return result if value is None and not isinstance(result, ToolMessage | Command) else value
+
+
 def _convert(tool: BaseTool) -> rac.Tool:
     schema: Any = tool.tool_call_schema  # injected arguments (state, runtime, call id) left out
 
     def call(args: dict[str, Any]) -> Any:
-        return tool.invoke(_tool_call(tool, args))
+        return plain(tool.invoke(_tool_call(tool, args)))
 
     async def acall(args: dict[str, Any]) -> Any:
-        return await tool.ainvoke(_tool_call(tool, args))
+        return plain(await tool.ainvoke(_tool_call(tool, args)))
 
     return framework_tool(tool.name, call=call, acall=acall, schema=schema,
                           description=tool.description or "")
@@ -40,8 +51,9 @@ _CACHE: ToolCache[rac.Tool] = ToolCache(_convert, limit=1024)
 def as_rac_tool(tool: BaseTool) -> rac.Tool:
     """The :class:`rac.Tool` that calls a LangChain tool directly (``invoke``/``ainvoke``).
 
-    RAC uses it for compensating calls and for alternatives the model was not offered. The
-    conversion is cached per tool object, in a bounded cache.
+    RAC uses it for compensating calls, lookups and alternatives the model was not offered;
+    it returns the plain value of the tool's message (see :func:`plain`). The conversion is
+    cached per tool object, in a bounded cache.
     """
     return _CACHE(tool)
 

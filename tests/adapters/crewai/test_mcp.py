@@ -13,6 +13,7 @@ import pytest
 from crewai import Agent, Crew, Task
 from crewai.mcp import MCPServerStdio
 from crewai.utilities.string_utils import sanitize_tool_name
+from structlog.testing import capture_logs
 
 import rac
 from rac.models import RecordKind, RecordStatus, RunStatus
@@ -173,3 +174,26 @@ def test_a_compensator_the_tool_filter_hides_is_a_clear_error_before_any_call(
         crew.kickoff()
 
     assert ledger(world) == []
+
+
+def test_a_server_is_listed_once_per_engine_not_once_per_task(world: Path) -> None:
+    # CrewAI resolves mcps for every task; RAC reads the server's declarations the first time.
+    travel = Travel(world, "book_hotel=permanent")
+    llm = ScriptedLLM([[travel.call("book_flight", FLIGHT)], "flight booked",
+                       [travel.call("book_hotel", HOTEL)], "no hotel"])
+    agent = Agent(role="travel agent", goal="Book trips.", backstory="Careful.", llm=llm,
+                  mcps=[travel.config], max_iter=10)
+    tasks = [Task(description=f"Book Ada's {what}.", expected_output="x", agent=agent)
+             for what in ("flight", "hotel")]
+    crew = Crew(agents=[agent], tasks=tasks)
+    # A pair declared in code keeps its place (the server's is not registered for that tool).
+    eng = engine(compensations={travel.name("book_car"): travel.name("cancel_car")})
+    enable_rac(crew, eng)
+
+    with capture_logs() as events:
+        crew.kickoff()
+
+    assert [e["server"] for e in events if e["event"] == "rac.mcp.registered"] == [
+        travel.server]
+    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert f"via {travel.name('cancel_flight')}" in told(llm, travel.seen("book_hotel"))[0]

@@ -33,7 +33,7 @@ from crewai.tools.mcp_native_tool import MCPNativeTool
 from crewai.utilities.string_utils import sanitize_tool_name
 
 import rac
-from rac.mcp import NameMap, register_session_tools, state_of
+from rac.mcp import NameMap, register_session_tools
 
 T = TypeVar("T")
 
@@ -61,11 +61,13 @@ class MCPSettings:
     ``trusted`` names the servers whose read-only and idempotency claims RAC believes (see
     :mod:`rac.mcp.trust`); ``timeout`` bounds each call to a server in seconds (None:
     CrewAI's default of 30 s). A call that times out is an ambiguous failure: it may have
-    happened.
+    happened. ``listed`` holds, per server, the CrewAI names of the tools whose declarations
+    were read already (a server is listed again only for tools it did not offer then).
     """
 
     trusted: set[str] = field(default_factory=set)
     timeout: float | None = None
+    listed: dict[str, set[str]] = field(default_factory=dict)
 
 
 def settings_of(engine: rac.RAC) -> MCPSettings:
@@ -151,12 +153,13 @@ async def _register(engine: rac.RAC, server: str, tools: list[MCPNativeTool],
 def adopt(engine: rac.RAC, tools: list[BaseTool]) -> None:
     """Register what the servers of ``tools`` (an agent's resolved ``mcps``) declare, once
     per engine and server, and make their calls single attempts."""
-    known = state_of(engine).tools
     settings = settings_of(engine)
     for server, group in _servers(tools).items():
         for t in group:
             single_attempt(t, engine)
-        if all(t.name in known for t in group):
+        names = {t.name for t in group}
+        if names <= settings.listed.get(server, set()):
             continue
         trusted = server in settings.trusted
         _run_sync(functools.partial(_register, engine, server, group, trusted))
+        settings.listed.setdefault(server, set()).update(names)

@@ -419,3 +419,59 @@ def test_settling_on_the_async_path(make_engine: Any, world: TravelWorld) -> Non
     verdict = asyncio.run(run.asettle(1))
     assert verdict.verdict == "found"
     assert [r.status for r in run.records()] == [rac.RecordStatus.COMPLETED]
+
+
+def test_the_report_says_why_a_call_may_have_happened_when_its_lookup_failed(
+        make_engine: Any, world: TravelWorld) -> None:
+    """The in-doubt line names both reasons: why it could not be undone (no booking id to
+    cancel) and why it may have happened (the lookup itself failed)."""
+    def find_flights(who: str) -> dict[str, Any]:
+        """Live flights of a passenger (read-only); the service is down."""
+        raise ConnectionError("lookup service returned 503")
+
+    world.fail("book_flight", "timeout", phase="after")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=[*world.tools(), find_flights],
+                         read_only=["find_flights", "search_flights", "get_weather"])
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("book_flight", **FLIGHT)
+    text = str(failed.value)
+    assert "MAY HAVE HAPPENED" in text and "world is back" not in text
+    assert "cannot map argument 'booking_id'" in text
+    assert "the lookup find_flights raised ConnectionError: lookup service returned 503" in text
+    assert len(world.live("flight")) == 1  # live, and named as possibly live
+    assert failed.value.report.status is rac.RunStatus.NEEDS_ATTENTION
+
+
+class _AskAHuman(Exception):  # noqa: N818 - a framework's control flow, as LangGraph's interrupt
+    """How a framework pauses for a person."""
+
+
+def test_an_approver_may_pause_the_call_with_the_frameworks_control_flow(
+        make_engine: Any, world: TravelWorld) -> None:
+    """A ``rac_approve_action`` plugin that raises a declared pass-through (a framework's
+    human-in-the-loop pause) pauses the call: the exception leaves ``run.call`` untouched, the
+    tool does not run and nothing is written; a plugin's other failures are no answer."""
+    sent: list[str] = []
+
+    def send_voucher(who: str) -> dict[str, Any]:
+        sent.append(who)
+        return {"sent": who}
+
+    class Pause:
+        @rac.hookimpl
+        def rac_approve_action(self, tool: str, args: dict[str, Any]) -> bool | None:
+            raise _AskAHuman(f"approve {tool}({args['who']})?")
+
+    engine = make_engine(tools=[*world.tools(), send_voucher],
+                         irreversible={"send_voucher": "approve"}, plugins=[Pause()])
+    engine.add_passthrough(_AskAHuman)
+    with engine.run() as run:
+        with pytest.raises(_AskAHuman, match=r"approve send_voucher\(ann\)"):
+            run.call("send_voucher", who="ann")
+        assert sent == [] and run.records() == []
+    other = make_engine(tools=[*world.tools(), send_voucher],
+                        irreversible={"send_voucher": "approve"}, plugins=[Pause()])
+    with other.run() as run, pytest.raises(rac.CallRefused, match="waits for approval"):
+        run.call("send_voucher", who="ann")  # not declared: a failing plugin, no answer
+    assert sent == []

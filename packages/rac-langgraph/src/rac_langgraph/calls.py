@@ -14,10 +14,10 @@ from langgraph.types import Command
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
-from rac.effects import drive_async, drive_sync
 from rac.events import emit
 from rac.models import RecordStatus
-from rac.run.reconcile import ABSENT, FOUND, Reconciled
+from rac.run import Reconciled
+from rac.run.reconcile import ABSENT, FOUND
 from rac_langgraph import approvals, pregel
 from rac_langgraph.engines import build_engine
 from rac_langgraph.results import (
@@ -28,12 +28,13 @@ from rac_langgraph.results import (
     result_value,
 )
 from rac_langgraph.runs import Replay, TurnRuns, runs_of
-from rac_langgraph.settle import settle_flow
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
 AsyncExecute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
 _HINT = "pass it to create_agent or to RACMiddleware(tools=[...])"
+#: how the note of a record settled on resume begins (see rac.Run.settle)
+_SETTLED_WHY = "reconciled on resume"
 
 
 class RACToolCalls:
@@ -102,9 +103,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if isinstance(earlier, _Doubt):
-            engine = self.engine
-            seen = drive_sync(settle_flow(run, earlier.record, earlier.lookup, call["args"]),
-                              engine.clock, engine.passthrough)
+            seen = run.settle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
             earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
@@ -153,10 +152,7 @@ class RACToolCalls:
         requested = call["name"]
         earlier = self._earlier(run, request)
         if isinstance(earlier, _Doubt):
-            engine = self.engine
-            seen = await drive_async(settle_flow(run, earlier.record, earlier.lookup,
-                                                 call["args"]),
-                                     engine.clock, engine.passthrough)
+            seen = await run.asettle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
             earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
             self._step_done(run, explicit)
@@ -257,7 +253,7 @@ class RACToolCalls:
     def _settled(self, run: rac.Run, request: ToolCallRequest, rec: rac.Record,
                  seen: Reconciled) -> ToolResult | None:
         """The answer to a call in doubt that its lookup settled (see
-        :mod:`rac_langgraph.settle`): the effect found, as the tool's result; None when it is
+        :meth:`rac.Run.settle`): the effect found, as the tool's result; None when it is
         known not to have happened (the call then runs); else the call is still in doubt."""
         if seen.verdict == ABSENT or seen.verdict == FOUND:
             self.turns.settled(run)

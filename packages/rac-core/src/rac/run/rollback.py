@@ -114,6 +114,17 @@ def _settle(run: Run, rec: Record) -> Flow[Undo | None]:
     return None
 
 
+def _doubt_text(undo_error: str | None, why: str | None) -> str:
+    """What the report says of a call that may have happened and was not undone: why it could
+    not be undone and why it may have happened (the ambiguous failure, or the lookup that
+    could not tell), so the agent and the person checking see both."""
+    if not why:
+        return undo_error or "it may have taken effect"
+    if not undo_error or why in undo_error:
+        return why
+    return f"{undo_error}; {why}"
+
+
 def _ref(rec: Record) -> str | None:
     found = first_result_id(rec.result)
     return found if type(found) is str or found is None else str(found)
@@ -157,12 +168,13 @@ def _report(run: Run, scope: str, reason: str, failure: Failure | None,
                 in_flight.append(item)
         elif st in (R.PENDING, R.IN_DOUBT):
             item.happened = "maybe"
-            item.error = item.error or rec.note or rec.error or "it may have taken effect"
+            item.error = _doubt_text(item.error, rec.note or rec.error)
             in_doubt.append(item)
         elif st is R.COMPENSATION_FAILED:
             item.error = item.error or rec.error
             if "may or may not have taken effect" in (rec.error or ""):
                 item.happened = "maybe"
+                item.error = _doubt_text(item.error, rec.note)
                 in_doubt.append(item)
             else:
                 item.happened = "yes"

@@ -95,9 +95,10 @@ def rac_approve_action(engine: RAC, run: Run, tool: str, args: dict[str, Any]) -
     :param tool: the tool about to be called.
     :param args: its arguments.
     :return: True to run it, False to refuse it (denied), None when nobody has decided: the
-        call is refused as waiting for approval, and the agent is told so. An adapter may
+        call is refused as waiting for approval, and the agent is told so. A plugin may
         instead raise its framework's human-in-the-loop exception (LangGraph's ``interrupt()``)
-        if it is declared a pass-through. There is no default implementation.
+        if it is declared a pass-through (``engine.add_passthrough``): it leaves the call
+        untouched, with nothing written. There is no default implementation.
 
     First result. Called once per call of such a tool, before its intent is written. A plugin
     that raises: no answer (the call is refused as waiting for approval).

@@ -264,7 +264,7 @@ def _irreversible(run: Run, rec: Record, policy: Irreversible, args: dict[str, A
         return f"refused: {rec.tool} cannot be undone and is declared irreversible='refuse'"
     engine = run.engine
     verdict = engine.hooks.first("rac_approve_action", engine=engine, run=run, tool=rec.tool,
-                                 args=dict(args))
+                                 args=dict(args), propagate=engine.passthrough)
     if verdict is True:
         rec.note = "irreversible: approved before it ran"
         return None

@@ -254,10 +254,14 @@ def test_hook_called_outside_its_agents_graph_completes_the_run_after_the_step()
     assert _status(eng) == "completed"
 
 
-def test_the_middleware_adds_no_model_call_hook() -> None:
+def test_the_middleware_adds_a_model_call_hook_only_to_tell_a_resumed_model() -> None:
     """create_agent wraps every wrap_model_call hook in a traced span on each model call; the
-    middleware only hooks tool calls, and its hooks carry their signature (see middleware.py)."""
-    mw = RACMiddleware(rac=engine())
+    middleware hooks model calls by default only to tell a resumed model of a rollback
+    (``tell_model=False`` drops the hook), and its hooks carry their signature (see
+    middleware.py)."""
+    assert type(RACMiddleware(rac=engine())).wrap_model_call \
+        is not AgentMiddleware.wrap_model_call
+    mw = RACMiddleware(rac=engine(), tell_model=False)
     assert type(mw).wrap_model_call is AgentMiddleware.wrap_model_call
     assert type(mw).awrap_model_call is AgentMiddleware.awrap_model_call
     for name in ("wrap_tool_call", "awrap_tool_call"):

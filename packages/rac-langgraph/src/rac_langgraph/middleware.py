@@ -32,8 +32,9 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     config)``) continues it, in this process or a fresh one, and a call the turn already made
     is answered with its logged result instead of running again.
 
-    The middleware hooks only tool calls (LangChain traces a model-call hook on every model
-    call; ``tell_model=True`` adds one) and adds nothing to the agent's state. The turn's run is ``running`` while one of its
+    The middleware hooks tool calls and model calls (the latter only to tell a resumed model
+    of a rollback; ``tell_model=False`` drops that hook) and adds nothing to the agent's
+    state. The turn's run is ``running`` while one of its
     tool calls is, and marked ``completed`` after each tool step (and when an interrupt pauses
     one): a crash during a tool call leaves it to ``rac recover``, a later failure in the turn
     still undoes the whole turn (see ``docs/langgraph.md``).
@@ -51,15 +52,15 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "approve"}`` is approved by a person through LangGraph's ``interrupt()``
             (``Command(resume="approve")`` or ``"deny"``); ``"hook"``: by the engine's
             ``rac_approve_action`` plugins.
-        tell_model: also hook model calls, so that a thread resumed after ``rac recover``
-            rolled its turn back tells the model so before its first model call, even when
-            the model then makes no tool call (with a checkpointer and LangGraph's default
-            ``durability="async"``, the step before a crash may be lost and the model asked
-            again). Off by default: create_agent traces every model-call hook, about 50 µs
-            per model call (see ``docs/langgraph.md``).
+        tell_model: also hook model calls (default), so that a thread resumed after ``rac
+            recover`` rolled its turn back tells the model so before its first model call,
+            even when the model then makes no tool call (with a checkpointer and LangGraph's
+            default ``durability="async"``, the step before a crash may be lost and the model
+            asked again). ``False`` saves create_agent's tracing of that hook, about 50 µs per
+            model call, and reopens that gap (see ``docs/langgraph.md``).
     """
 
-    def __new__(cls, *args: Any, tell_model: bool = False, **kwargs: Any) -> RACMiddleware:
+    def __new__(cls, *args: Any, tell_model: bool = True, **kwargs: Any) -> RACMiddleware:
         # create_agent adds a model-call hook only for a middleware whose class overrides one:
         # with tell_model the instance is of the subclass that does.
         if tell_model and cls is RACMiddleware:
@@ -68,7 +69,7 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(self, rac: rac.RAC | None = None, *, agent_id: str | None = None,
                  finish_steps: bool = True, repeatable: Iterable[str] = (),
-                 approvals: str = "interrupt", tell_model: bool = False,
+                 approvals: str = "interrupt", tell_model: bool = True,
                  **config: Any) -> None:
         super().__init__()
         calls = RACToolCalls(rac, agent_id=agent_id, finish_steps=finish_steps,

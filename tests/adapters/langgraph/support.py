@@ -14,8 +14,13 @@ from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, VirtualClock
 from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
 from rac_langgraph.testing import scripted_model as model
 
-__all__ = ["ScriptedModel", "actions", "call", "engine", "errors", "model", "records", "say",
-           "tool_messages", "turn", "world_tools"]
+__all__ = ["CAR", "FLIGHT", "HOTEL", "ScriptedModel", "actions", "call", "engine", "errors",
+           "model", "records", "say", "tool_messages", "turn", "world_tools"]
+
+#: The trip's calls, as the tests' scripted models make them.
+FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
+HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
+CAR = {"driver": "ann", "city": "Paris"}
 
 
 def engine(**kw: Any) -> rac.RAC:

@@ -12,6 +12,9 @@ import rac
 from rac.testing import TravelWorld, assert_no_live_effects
 from rac_langgraph import RACMiddleware
 from tests.adapters.langgraph.support import (
+    CAR,
+    FLIGHT,
+    HOTEL,
     call,
     engine,
     errors,
@@ -24,9 +27,6 @@ from tests.adapters.langgraph.support import (
 )
 
 USER = {"messages": [("user", "Book me a trip to Paris")]}
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
-CAR = {"driver": "ann", "city": "Paris"}
 
 
 def test_alternative_known_only_to_the_engine_is_called_directly() -> None:

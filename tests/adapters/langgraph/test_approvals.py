@@ -22,6 +22,7 @@ from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, Vir
 from rac_langgraph import RACMiddleware
 from rac_langgraph.approvals import APPROVAL
 from tests.adapters.langgraph.support import (
+    FLIGHT,
     call,
     engine,
     model,
@@ -32,7 +33,6 @@ from tests.adapters.langgraph.support import (
     world_tools,
 )
 
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 VOUCHER = {"who": "ann", "amount": 50}
 
 

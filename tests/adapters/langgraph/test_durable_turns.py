@@ -28,6 +28,9 @@ from rac.testing import (
 )
 from rac_langgraph import RACMiddleware, tool_node
 from tests.adapters.langgraph.support import (
+    CAR,
+    FLIGHT,
+    HOTEL,
     actions,
     call,
     engine,
@@ -38,10 +41,6 @@ from tests.adapters.langgraph.support import (
     turn,
     world_tools,
 )
-
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
-CAR = {"driver": "ann", "city": "Paris"}
 
 
 def _sqlite_engine(path: Path) -> rac.RAC:

@@ -21,6 +21,7 @@ from rac.testing import (
 )
 from rac_langgraph import RACToolCalls, tool_node
 from tests.adapters.langgraph.support import (
+    FLIGHT,
     ScriptedModel,
     actions,
     call,
@@ -32,8 +33,6 @@ from tests.adapters.langgraph.support import (
     turn,
     world_tools,
 )
-
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
 
 
 def _graph(m: ScriptedModel, tools: list[BaseTool], eng: rac.RAC, agent_id: str) -> Any:

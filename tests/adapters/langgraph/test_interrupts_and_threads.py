@@ -14,6 +14,8 @@ import rac
 from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
 from rac_langgraph import RACMiddleware
 from tests.adapters.langgraph.support import (
+    FLIGHT,
+    HOTEL,
     actions,
     call,
     engine,
@@ -24,9 +26,6 @@ from tests.adapters.langgraph.support import (
     turn,
     world_tools,
 )
-
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
 
 
 async def test_async_agent_rolls_back_and_reports() -> None:

@@ -18,6 +18,8 @@ import rac
 from rac.testing import TravelWorld, assert_no_live_effects
 from rac_langgraph import RACMiddleware, tool_node
 from tests.adapters.langgraph.support import (
+    FLIGHT,
+    HOTEL,
     ScriptedModel,
     call,
     engine,
@@ -29,8 +31,6 @@ from tests.adapters.langgraph.support import (
     world_tools,
 )
 
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
 #: create_supervisor builds its supervisor with the deprecated create_react_agent itself.
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 

@@ -16,6 +16,7 @@ import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
 from rac_langgraph import RACMiddleware
 from tests.adapters.langgraph.support import (
+    HOTEL,
     call,
     engine,
     errors,
@@ -27,7 +28,6 @@ from tests.adapters.langgraph.support import (
     world_tools,
 )
 
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
 HOTEL_LOOKUP = rac.Compensation("cancel_hotel", args={"booking_id": "result.booking_id"},
                                 lookup=rac.Lookup("find_hotels", args={"who": "args.guest"},
                                                   items="result.bookings",

@@ -23,6 +23,8 @@ import rac
 from rac.testing import TravelWorld
 from rac_langgraph import RACMiddleware, RACToolCalls, tool_node
 from tests.adapters.langgraph.support import (
+    FLIGHT,
+    HOTEL,
     ScriptedModel,
     call,
     engine,
@@ -32,8 +34,6 @@ from tests.adapters.langgraph.support import (
     world_tools,
 )
 
-FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "ann", "city": "Paris", "nights": 2}
 USER = {"messages": [("user", "Book me a trip to Paris")]}
 
 

@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import platform
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from crewai.llms.base_llm import BaseLLM  # noqa: E402
 from crewai.tools import BaseTool, tool  # noqa: E402
 
 import rac  # noqa: E402
+from benchmarks.harness.stats import median_p99  # noqa: E402
 from rac_crewai import RACTool, enable_rac  # noqa: E402
 from rac_crewai.tool_table import as_rac_tool  # noqa: E402
 
@@ -118,14 +118,8 @@ def paired(bare: Callable[[], Any], guarded: Callable[[], Any], calls: int,
             b.append((t1 - t0) * 1e6)
             g.append((t2 - t1) * 1e6)
     diff = [y - x for x, y in zip(b, g, strict=True)]
-    return {"bare_us": summary(b), "rac_us": summary(g), "overhead_us": summary(diff)}
+    return {"bare_us": median_p99(b), "rac_us": median_p99(g), "overhead_us": median_p99(diff)}
 
-
-def summary(xs: list[float]) -> dict[str, float]:
-    """Median and p99 of ``xs``."""
-    ordered = sorted(xs)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return {"median": round(statistics.median(ordered), 1), "p99": round(p99, 1)}
 
 
 def measure_crew(store: str, calls: int, warmup: int) -> dict[str, Any]:

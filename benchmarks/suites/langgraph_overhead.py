@@ -45,6 +45,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
 
 import rac
+from benchmarks.harness.stats import interpolated_percentile, overhead_stats
 from rac_langgraph import RACMiddleware
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "langgraph_overhead.json"
@@ -116,23 +117,6 @@ class PassThroughPlain(PassThrough):
             self.__dict__[hook.__name__] = hook
 
 
-def _stats(times: list[float], base: list[float]) -> dict[str, Any]:
-    med, b_med = statistics.median(times), statistics.median(base)
-    p99, b_p99 = percentile(times, 99), percentile(base, 99)
-    paired = statistics.median(t - b for t, b in zip(times, base, strict=True))
-    return {"us": {"median": round(med, 1), "p99": round(p99, 1)},
-            "overhead_us": {"median": round(med - b_med, 1), "p99": round(p99 - b_p99, 1),
-                            "paired_median": round(paired, 1)},
-            "overhead_pct": {"median": round(100 * (med - b_med) / b_med, 2),
-                             "p99": round(100 * (p99 - b_p99) / b_p99, 2)}}
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100) by linear interpolation."""
-    s = sorted(values)
-    k = (len(s) - 1) * q / 100
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
@@ -169,10 +153,10 @@ def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
     result = {
         "store": store.split(":", 1)[0],
         "bare_us": {"median": round(statistics.median(bare), 1),
-                    "p99": round(percentile(bare, 99), 1)},
-        "rac": _stats(times["rac"], bare),
-        "pass_through_middleware": _stats(times["pass_through"], bare),
-        "pass_through_plain_hooks": _stats(times["pass_through_plain"], bare),
+                    "p99": round(interpolated_percentile(bare, 99), 1)},
+        "rac": overhead_stats(times["rac"], bare),
+        "pass_through_middleware": overhead_stats(times["pass_through"], bare),
+        "pass_through_plain_hooks": overhead_stats(times["pass_through_plain"], bare),
         "rac_beyond_pass_through_us": round(statistics.median(times["rac"])
                                             - statistics.median(times["pass_through"]), 1),
         "rac_beyond_minimum_us": round(statistics.median(times["rac"])

@@ -25,7 +25,6 @@ import asyncio
 import json
 import logging
 import platform
-import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,6 +39,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
 import rac
+from benchmarks.harness.stats import median_p99
 from rac_llamaindex import LlamaIndexPlugin, RACFunctionTool, enable_rac
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "llamaindex_overhead.json"
@@ -92,14 +92,8 @@ async def paired(bare: Callable[[], Awaitable[Any]], guarded: Callable[[], Await
             b.append((t1 - t0) * 1e6)
             g.append((t2 - t1) * 1e6)
     diff = [y - x for x, y in zip(b, g, strict=True)]
-    return {"bare_us": summary(b), "rac_us": summary(g), "overhead_us": summary(diff)}
+    return {"bare_us": median_p99(b), "rac_us": median_p99(g), "overhead_us": median_p99(diff)}
 
-
-def summary(xs: list[float]) -> dict[str, float]:
-    """Median and p99 of ``xs``."""
-    ordered = sorted(xs)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return {"median": round(statistics.median(ordered), 1), "p99": round(p99, 1)}
 
 
 async def measure_agent(store: str, calls: int, warmup: int) -> dict[str, Any]:

@@ -11,5 +11,6 @@ os.environ["HOME"] = tempfile.mkdtemp(prefix="rac-crewai-home-")
 
 
 def pytest_configure(config):  # type: ignore[no-untyped-def]
-    """CrewAI's own deprecation warnings are not ours to fix."""
+    """CrewAI's (and mcpadapt's) own deprecation warnings are not ours to fix."""
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:crewai(\..*)?")
+    config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:mcpadapt(\..*)?")

@@ -3,13 +3,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import rac
-from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, VirtualClock
+from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
 from rac_crewai.testing import ScriptedLLM, world_tools
 
-__all__ = ["ScriptedLLM", "engine", "last_tool_result", "runs_of", "told", "world_tools"]
+__all__ = ["FLIGHT", "FLIGHT_UNDONE", "HOTEL", "MCP_SERVER", "ScriptedLLM", "bare_engine", "engine",
+           "last_tool_result", "ledger", "only_run", "runs_of", "told", "world_tools"]
+
+#: The example MCP server over the travel world (run as a stdio subprocess by the MCP tests).
+MCP_SERVER = str(Path(__file__).resolve().parents[3] / "examples" / "mcp_travel_server.py")
+#: A model's arguments for a flight and a hotel of Ada's trip.
+FLIGHT = {"passenger": "Ada", "origin": "LHR", "dest": "CDG"}
+HOTEL = {"guest": "Ada", "city": "Paris", "nights": 3}
+#: The world's ledger after the flight was booked and then cancelled by a rollback.
+FLIGHT_UNDONE = [("book_flight", "book"), ("cancel_flight", "cancel")]
 
 
 def engine(**kw: Any) -> rac.RAC:
@@ -18,6 +28,21 @@ def engine(**kw: Any) -> rac.RAC:
     kw.setdefault("read_only", TRAVEL_READ_ONLY)
     kw.setdefault("retry", rac.RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0.0))
     return rac.RAC(store="memory://", clock=VirtualClock(), load_entrypoints=False, **kw)
+
+
+def bare_engine(**kw: Any) -> rac.RAC:
+    """An in-memory engine on a virtual clock with no declarations (an MCP server's come from
+    the server)."""
+    return rac.RAC(store="memory://", clock=VirtualClock(), load_entrypoints=False, **kw)
+
+
+def ledger(world: Path) -> list[tuple[str, str]]:
+    """What happened in the travel world file, as (tool, event) pairs in order."""
+    w = TravelWorld(str(world))
+    try:
+        return [(tool, event) for tool, _, event in w.ledger()]
+    finally:
+        w.close()
 
 
 def told(llm: ScriptedLLM, tool_name: str) -> list[str]:
@@ -33,6 +58,12 @@ def told(llm: ScriptedLLM, tool_name: str) -> list[str]:
 def last_tool_result(messages: list[dict[str, Any]]) -> str:
     """The content of the newest tool message."""
     return next(str(m["content"]) for m in reversed(messages) if m.get("role") == "tool")
+
+
+def only_run(eng: rac.RAC) -> rac.RunInfo:
+    """The one run in the engine's log (fails if there is not exactly one)."""
+    [run] = eng.store.list_runs()
+    return run
 
 
 def runs_of(eng: rac.RAC) -> list[rac.RunInfo]:

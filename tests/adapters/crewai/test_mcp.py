@@ -17,21 +17,28 @@ from structlog.testing import capture_logs
 
 import rac
 from rac.models import RecordKind, RecordStatus, RunStatus
-from rac.testing import TravelWorld, VirtualClock
+from rac.testing import TravelWorld
 from rac_crewai import enable_rac
 from rac_crewai.mcp_tools import server_name
-from tests.adapters.crewai.support import ScriptedLLM, runs_of, told
-
-SERVER = str(Path(__file__).resolve().parents[3] / "examples" / "mcp_travel_server.py")
-FLIGHT = {"passenger": "Ada", "origin": "LHR", "dest": "CDG"}
-HOTEL = {"guest": "Ada", "city": "Paris", "nights": 3}
+from tests.adapters.crewai.support import (
+    FLIGHT,
+    FLIGHT_UNDONE,
+    HOTEL,
+    MCP_SERVER,
+    ScriptedLLM,
+    ledger,
+    only_run,
+    runs_of,
+    told,
+)
+from tests.adapters.crewai.support import bare_engine as engine
 
 
 class Travel:
     """The example server over a world file, as CrewAI names its tools."""
 
     def __init__(self, world: Path, *faults: str) -> None:
-        args = [SERVER, "--world", str(world)]
+        args = [MCP_SERVER, "--world", str(world)]
         for fault in faults:
             args += ["--fail", fault]
         self.config = MCPServerStdio(command=sys.executable, args=args)
@@ -48,18 +55,6 @@ class Travel:
     def call(self, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A model's call of the tool."""
         return self.seen(tool), args
-
-
-def ledger(world: Path) -> list[tuple[str, str]]:
-    w = TravelWorld(str(world))
-    try:
-        return [(tool, event) for tool, _, event in w.ledger()]
-    finally:
-        w.close()
-
-
-def engine(**kw: Any) -> rac.RAC:
-    return rac.RAC(store="memory://", clock=VirtualClock(), load_entrypoints=False, **kw)
 
 
 def trip_crew(travel: Travel, script: list[Any]) -> tuple[Crew, ScriptedLLM]:
@@ -88,7 +83,7 @@ def test_pairs_from_the_server_and_compensation_through_it(world: Path) -> None:
     crew.kickoff()
 
     assert eng.registry.pairs[travel.name("book_flight")].tool == travel.name("cancel_flight")
-    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert ledger(world) == FLIGHT_UNDONE
     [report] = told(llm, travel.seen("book_hotel"))
     assert "book_hotel failed" in report and "not available" in report
     assert f"via {travel.name('cancel_flight')}" in report and "world is back" in report
@@ -115,13 +110,12 @@ def test_a_timed_out_booking_is_looked_up_not_repeated(world: Path) -> None:
 
     crew.kickoff()
 
-    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert ledger(world) == FLIGHT_UNDONE
     [flight] = told(llm, travel.seen("book_flight"))
     assert "FL-101" in flight  # the agent is told the booking the lookup found
     [report] = told(llm, travel.seen("book_hotel"))
     assert f"via {travel.name('cancel_flight')}" in report and "world is back" in report
-    [run] = runs_of(eng)
-    assert run.status is RunStatus.COMPENSATED
+    assert only_run(eng).status is RunStatus.COMPENSATED
 
 
 def test_a_lost_connection_is_ambiguous_and_reconciled(world: Path) -> None:
@@ -134,9 +128,8 @@ def test_a_lost_connection_is_ambiguous_and_reconciled(world: Path) -> None:
 
     crew.kickoff()
 
-    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
-    [run] = runs_of(eng)
-    assert run.status is RunStatus.COMPENSATED
+    assert ledger(world) == FLIGHT_UNDONE
+    assert only_run(eng).status is RunStatus.COMPENSATED
 
 
 @pytest.mark.parametrize("trusted", [False, True])
@@ -195,5 +188,5 @@ def test_a_server_is_listed_once_per_engine_not_once_per_task(world: Path) -> No
 
     assert [e["server"] for e in events if e["event"] == "rac.mcp.registered"] == [
         travel.server]
-    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel")]
+    assert ledger(world) == FLIGHT_UNDONE
     assert f"via {travel.name('cancel_flight')}" in told(llm, travel.seen("book_hotel"))[0]

@@ -17,6 +17,7 @@ from rac_crewai.engine_setup import engine_for
 from rac_crewai.flows import enable_flow
 from rac_crewai.guarded_tool import RACTool
 from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
+from rac_crewai.mcp_adapter import adopt_adapter_tools
 from rac_crewai.mcp_tools import ServerRef, adopt, configure
 from rac_crewai.run_scope import in_async_run, in_run, join, rac_tools
 from rac_crewai.tool_table import (
@@ -144,6 +145,7 @@ def _scope_mcp(agent: Any, engine: RAC) -> None:
 
 def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     peers = crew_tools(crew)
+    adopt_adapter_tools(engine, peers)
     check_declarations(engine, peers)
     undo = crew.__dict__.get(UNDO_ATTR, True)
     for agent in crew_members(crew):
@@ -205,7 +207,11 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     mapped to CrewAI's ``<server>_<tool>`` names). ``trusted_mcp`` lists the servers
     (``MCPServerStdio``/``MCPServerHTTP``/``MCPServerSSE`` configs, or CrewAI's server names)
     whose read-only and idempotency claims RAC believes; ``mcp_timeout`` bounds each MCP call,
-    in seconds (CrewAI's default: 30). Both apply to every crew of the engine.
+    in seconds (CrewAI's default: 30). Both apply to every crew of the engine. Tools of
+    crewai-tools' ``MCPServerAdapter`` are called through the adapter's own session, so an
+    ``isError`` answer is a failure, and their servers' declarations are registered too
+    (:mod:`rac_crewai.mcp_adapter`; ``trusted_mcp`` also takes the adapter or its server
+    parameters).
 
     ``approver`` decides the engine's tools declared ``irreversible={tool: "approve"}``: a
     function of a :class:`rac_crewai.Approval` returning True (run it), False (denied) or
@@ -268,6 +274,7 @@ def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
     configure(engine, trusted_mcp, mcp_timeout)
     install_approver(engine, approver)
     peers = [unwrap(t) for t in agent_tools(agent)]
+    adopt_adapter_tools(engine, peers)
     check_declarations(engine, peers)
     guard_in_place(agent.tools, engine, agent.role, peers)
     _scope_mcp(agent, engine)

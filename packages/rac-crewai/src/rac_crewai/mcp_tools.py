@@ -22,7 +22,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -42,16 +42,40 @@ SETTINGS_KEY = "rac_crewai.mcp"
 #: Attribute of an ``MCPNativeTool`` whose client factory makes single-attempt clients.
 _SINGLE_ATTEMPT = "_rac_crewai_single_attempt"
 
-ServerRef = MCPServerStdio | MCPServerHTTP | MCPServerSSE | str
+#: A server as ``trusted_mcp`` takes one: CrewAI's configs, a server name, or (for
+#: crewai-tools' ``MCPServerAdapter``) mcp's ``StdioServerParameters``, an adapter's dict
+#: (``{"url": ..., "transport": ...}``) or the ``MCPServerAdapter`` itself.
+ServerRef = MCPServerStdio | MCPServerHTTP | MCPServerSSE | str | Any
 
 
 def server_name(server: ServerRef) -> str:
     """The name CrewAI gives a server in its tools' names (``<server>_<tool>``): for a stdio
     server its command line, for HTTP and SSE servers its URL's host and path; a string is
-    taken as that name already."""
+    taken as that name already. The server parameters of crewai-tools' ``MCPServerAdapter``
+    (and the adapter) are named as the equivalent CrewAI config would be.
+
+    Raises :class:`rac.ConfigurationError` for anything else."""
     if isinstance(server, str):
         return server
-    return MCPToolResolver._create_transport(server)[1]
+    params = getattr(server, "_serverparams", None)  # crewai-tools' MCPServerAdapter
+    if params is not None and not isinstance(server, MCPServerStdio | MCPServerHTTP
+                                             | MCPServerSSE | Mapping):
+        server = params
+    if isinstance(server, MCPServerStdio | MCPServerHTTP | MCPServerSSE):
+        return MCPToolResolver._create_transport(server)[1]
+    if isinstance(server, Mapping) and isinstance(server.get("url"), str):
+        config: MCPServerHTTP | MCPServerSSE = (
+            MCPServerSSE(url=server["url"]) if server.get("transport", "sse") == "sse"
+            else MCPServerHTTP(url=server["url"]))
+        return MCPToolResolver._create_transport(config)[1]
+    command, args = getattr(server, "command", None), getattr(server, "args", None)
+    if isinstance(command, str) and isinstance(args, list | tuple):  # StdioServerParameters
+        return MCPToolResolver._create_transport(
+            MCPServerStdio(command=command, args=[str(a) for a in args]))[1]
+    raise rac.ConfigurationError(
+        f"cannot tell which MCP server {server!r} is: give an MCPServerStdio, MCPServerHTTP or "
+        "MCPServerSSE config, mcp's StdioServerParameters, an MCPServerAdapter, its "
+        "{'url': ...} dict, or the server's name as CrewAI gives it")
 
 
 @dataclass
@@ -90,7 +114,7 @@ def configure(engine: rac.RAC, trusted: Iterable[ServerRef], timeout: float | No
         settings.timeout = timeout
 
 
-def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine from synchronous code, also when an event loop runs in this thread
     (then in a thread of its own, as CrewAI does for its MCP calls)."""
     try:
@@ -161,5 +185,5 @@ def adopt(engine: rac.RAC, tools: list[BaseTool]) -> None:
         if names <= settings.listed.get(server, set()):
             continue
         trusted = server in settings.trusted
-        _run_sync(functools.partial(_register, engine, server, group, trusted))
+        run_sync(functools.partial(_register, engine, server, group, trusted))
         settings.listed.setdefault(server, set()).update(names)

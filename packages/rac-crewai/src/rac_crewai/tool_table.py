@@ -17,6 +17,7 @@ from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 import rac
 from rac.adapters import ToolCache, framework_tool, params_from_schema
 from rac_crewai.errors import real_error
+from rac_crewai.mcp_adapter import binding_of
 
 if TYPE_CHECKING:
     from crewai import Crew, Task
@@ -42,9 +43,14 @@ def run_for_rac(tool: BaseTool, args: dict[str, Any]) -> Any:
     the agent holds (RAC's wrapper, which keeps the user's budget). RAC's own attempts are not
     uses the model made: they must not spend the budget, or one transient error on a tool used
     once would turn into "usage limit reached" and roll the whole run back. An error CrewAI
-    wrapped (an MCP tool's) is raised as the error it carries (:mod:`rac_crewai.errors`).
+    wrapped (an MCP tool's) is raised as the error it carries (:mod:`rac_crewai.errors`). A
+    tool of crewai-tools' ``MCPServerAdapter`` is called through its MCP session, so RAC sees
+    an ``isError`` answer as the failure it is (:mod:`rac_crewai.mcp_adapter`).
     """
     try:
+        binding = binding_of(tool)
+        if binding is not None:  # crewai-tools' MCPServerAdapter: RAC reads the MCP answer
+            return binding.call(tool._validate_kwargs(args))
         if tool.max_usage_count is None:
             return tool.run(**args)
         result = tool._run(**tool._validate_kwargs(args))

@@ -1,0 +1,292 @@
+"""Tools of crewai-tools' ``MCPServerAdapter`` (and of mcpadapt's own ``CrewAIAdapter``) under
+RAC, against the example MCP server run as a subprocess over stdio.
+
+Those tools hand CrewAI only the text of the server's answer, also of an ``isError`` answer,
+and drop ``_meta``: RAC calls them through the adapter's own session, so a refused booking is
+a failure (not a ``completed`` call with an error text) and the pairs come from the server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crewai import Agent, Crew, Task
+from crewai.tools import BaseTool
+from crewai_tools import MCPServerAdapter
+from crewai_tools.adapters.mcp_adapter import CrewAIToolAdapter
+from mcp import StdioServerParameters
+from mcpadapt.core import MCPAdapt
+from mcpadapt.crewai_adapter import CrewAIAdapter
+from structlog.testing import capture_logs
+
+import rac
+from rac.models import RecordKind, RecordStatus, RunStatus
+from rac.testing import TravelWorld
+from rac_crewai import enable_rac
+from rac_crewai.mcp_tools import server_name
+from tests.adapters.crewai.support import (
+    FLIGHT,
+    FLIGHT_UNDONE,
+    HOTEL,
+    MCP_SERVER,
+    ScriptedLLM,
+    ledger,
+    only_run,
+    runs_of,
+    told,
+)
+from tests.adapters.crewai.support import bare_engine as engine
+
+
+def params(world: Path, *faults: str) -> StdioServerParameters:
+    args = [MCP_SERVER, "--world", str(world)]
+    for fault in faults:
+        args += ["--fail", fault]
+    return StdioServerParameters(command=sys.executable, args=args)
+
+
+@contextmanager
+def served(world: Path, *faults: str, maker: str = "crewai-tools",
+           only: tuple[str, ...] = ()) -> Iterator[list[BaseTool]]:
+    """The example server's tools as crewai-tools' ``MCPServerAdapter`` (or mcpadapt's
+    ``MCPAdapt`` with its ``CrewAIAdapter``) gives them, the server running meanwhile."""
+    if maker == "crewai-tools":
+        with MCPServerAdapter(params(world, *faults), *only) as tools:
+            yield list(tools)
+    else:
+        with MCPAdapt(params(world, *faults), CrewAIAdapter()) as tools:
+            yield list(tools)
+
+
+def trip_crew(tools: list[BaseTool], script: list[Any]) -> tuple[Crew, ScriptedLLM]:
+    llm = ScriptedLLM(script)
+    agent = Agent(role="travel agent", goal="Book trips.", backstory="Careful.", llm=llm,
+                  tools=tools, max_iter=10)
+    task = Task(description="Book Ada's trip to Paris.", expected_output="What was booked",
+                agent=agent)
+    return Crew(agents=[agent], tasks=[task]), llm
+
+
+TRIP = [[("book_flight", FLIGHT)], [("book_hotel", HOTEL)], "No hotel; sorry."]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    path = tmp_path / "world.db"
+    TravelWorld(str(path)).close()
+    return path
+
+
+@pytest.mark.parametrize("maker", ["crewai-tools", "mcpadapt"])
+def test_an_error_answer_is_a_failure_and_the_servers_pair_undoes_the_flight(
+        world: Path, maker: str) -> None:
+    with served(world, "book_hotel=permanent", maker=maker) as tools:
+        crew, llm = trip_crew(tools, TRIP)
+        eng = engine()
+        enable_rac(crew, eng)
+
+        crew.kickoff()
+
+    assert eng.registry.pairs["book_flight"].tool == "cancel_flight"
+    assert ledger(world) == FLIGHT_UNDONE
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    records = eng.store.get_records(run.run_id)
+    assert [(r.tool, r.kind, r.status) for r in records] == [
+        ("book_flight", RecordKind.ACTION, RecordStatus.COMPENSATED),
+        ("book_hotel", RecordKind.ACTION, RecordStatus.FAILED),
+        ("cancel_flight", RecordKind.COMPENSATION, RecordStatus.COMPLETED)]
+    [report] = told(llm, "book_hotel")
+    assert "book_hotel failed" in report and "not available" in report
+    assert "via cancel_flight" in report and "world is back" in report
+
+
+def test_the_agent_reads_the_text_the_adapter_gives(world: Path) -> None:
+    search = {"origin": "LHR", "dest": "CDG"}
+    with served(world) as tools:
+        by_name = {t.name: t for t in tools}
+        direct = by_name["search_flights"].run(**search)  # the adapter's own rendering
+        crew, llm = trip_crew(tools, [[("search_flights", search)], [("book_flight", FLIGHT)],
+                                      "Booked."])
+        eng = engine()
+        enable_rac(crew, eng)
+
+        crew.kickoff()
+
+    assert told(llm, "search_flights") == [direct]
+    [flight] = told(llm, "book_flight")
+    assert '"booking_id": "FL-101"' in flight
+    assert ledger(world) == [("book_flight", "book")]
+    assert only_run(eng).status is RunStatus.COMPLETED
+
+
+def test_a_crashed_server_is_reached_on_a_new_connection_to_settle_and_undo(
+        world: Path) -> None:
+    # The server books the flight, then its process dies with the request outstanding: the
+    # call may have happened. The adapter's connection is gone for good; RAC looks the
+    # booking up, and later cancels it, on connections of their own to the same server.
+    with served(world, "book_flight=crash@afterx1", "book_hotel=permanent") as tools:
+        crew, llm = trip_crew(tools, TRIP)
+        eng = engine()
+        enable_rac(crew, eng)
+
+        with capture_logs() as events:
+            crew.kickoff()
+
+    assert ledger(world) == FLIGHT_UNDONE
+    [flight] = told(llm, "book_flight")
+    assert "FL-101" in flight  # the agent is told the booking the lookup found
+    [report] = told(llm, "book_hotel")
+    assert "via cancel_flight" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    reconnected = [e["tool"] for e in events
+                   if e["event"] == "rac_crewai.mcp_adapter.reconnecting"]
+    assert reconnected[:1] == ["find_flights"] and "cancel_flight" in reconnected
+
+
+def test_a_hung_server_leaves_the_booking_named_as_possibly_live(world: Path) -> None:
+    # The server books the flight and never answers; a hung process answers no lookup either.
+    # RAC cannot tell whether the flight exists: never "the world is back".
+    with served(world, "book_flight=hang@afterx1") as tools:
+        crew, llm = trip_crew(tools, [[("book_flight", FLIGHT)], "Stopped."])
+        eng = engine()
+        enable_rac(crew, eng, mcp_timeout=1)
+
+        crew.kickoff()
+
+    assert ledger(world) == [("book_flight", "book")]
+    [report] = told(llm, "book_flight")
+    assert "ambiguous" in report and "book_flight (MAY HAVE HAPPENED" in report
+    assert "world is back" not in report
+    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+
+
+@pytest.mark.parametrize("trusted", ["no", "params", "adapter", "name"])
+def test_a_read_only_claim_is_believed_only_from_a_trusted_server(world: Path,
+                                                                  trusted: str) -> None:
+    server = params(world, "book_hotel=permanent")
+    adapter = MCPServerAdapter(server)
+    try:
+        crew, llm = trip_crew(list(adapter.tools), [
+            [("search_flights", {"origin": "LHR", "dest": "CDG"})],
+            [("book_hotel", HOTEL)], "No hotel; sorry."])
+        refs = {"no": [], "params": [server], "adapter": [adapter],
+                "name": [server_name(server)]}
+        eng = engine()
+        enable_rac(crew, eng, trusted_mcp=refs[trusted])
+
+        crew.kickoff()
+    finally:
+        adapter.stop()
+
+    [report] = told(llm, "book_hotel")
+    [run] = runs_of(eng)
+    if trusted != "no":
+        assert "search_flights" in eng.registry.read_only
+        assert run.status is RunStatus.COMPENSATED and "world is back" in report
+    else:  # protected like any side effect with no undo: never "the world is back"
+        assert "search_flights" not in eng.registry.read_only
+        assert run.status is RunStatus.NEEDS_ATTENTION
+        assert "world is back" not in report and "search_flights" in report
+
+
+def test_a_compensator_the_adapter_filters_out_is_a_clear_error_before_any_call(
+        world: Path) -> None:
+    with served(world, only=("book_flight", "book_hotel")) as tools:
+        crew, _ = trip_crew(tools, [[("book_flight", FLIGHT)], "booked"])
+
+        with pytest.raises(rac.ConfigurationError, match="cancel_flight"):
+            enable_rac(crew, engine())
+
+    assert ledger(world) == []
+
+
+def test_an_adapter_tool_rac_cannot_read_is_refused_not_trusted(world: Path) -> None:
+    # A CrewAIMCPTool whose call function is not mcpadapt's (another crewai-tools version):
+    # its error answers would reach RAC as text, so RAC refuses to guard it blindly.
+    from mcp.types import CallToolResult, TextContent, Tool
+
+    def call(args: dict[str, Any] | None) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="booked")], isError=False)
+
+    listed = Tool(name="book_flight", inputSchema={
+        "type": "object", "properties": {k: {"type": "string"} for k in FLIGHT},
+        "required": list(FLIGHT)})
+    tool = CrewAIToolAdapter().adapt(call, listed)
+    crew, _ = trip_crew([tool], [[("book_flight", FLIGHT)], "booked"])
+
+    with pytest.raises(rac.ConfigurationError, match="MCPServerAdapter"):
+        enable_rac(crew, engine(compensations={"book_flight": "cancel_flight"}))
+
+
+def test_a_server_is_listed_once_per_engine(world: Path) -> None:
+    with served(world, "book_hotel=permanent") as tools:
+        eng = engine()
+        with capture_logs() as events:
+            for script in ([[("book_flight", FLIGHT)], "booked"], TRIP[1:]):
+                crew, _ = trip_crew(tools, script)
+                enable_rac(crew, eng)
+                crew.kickoff()
+
+    assert [e["event"] for e in events].count("rac.mcp.registered") == 1
+    # The second run's one booking failed: nothing of it is live (the first run's flight is).
+    assert [str(r.status) for r in runs_of(eng)] == ["completed", "compensated"]
+    assert ledger(world) == [("book_flight", "book")]
+
+
+def test_parallel_calls_of_one_turn_through_the_adapter_are_one_batch(world: Path) -> None:
+    with served(world, "book_hotel=permanent") as tools:
+        crew, llm = trip_crew(tools, [[("book_flight", FLIGHT), ("book_hotel", HOTEL)],
+                                      "No hotel; sorry."])
+        eng = engine()
+        enable_rac(crew, eng)
+
+        crew.kickoff()
+
+    assert ledger(world) == FLIGHT_UNDONE
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    assert "world is back" in told(llm, "book_hotel")[0]
+
+
+def test_an_async_kickoff_undoes_through_the_adapter(world: Path) -> None:
+    with served(world, "book_hotel=permanent") as tools:
+        crew, llm = trip_crew(tools, TRIP)
+        eng = engine()
+        enable_rac(crew, eng)
+
+        asyncio.run(crew.akickoff())
+
+    assert ledger(world) == FLIGHT_UNDONE
+    assert only_run(eng).status is RunStatus.COMPENSATED
+
+
+def test_server_names_of_the_adapters_parameters_match_crewais(world: Path) -> None:
+    from crewai.mcp import MCPServerHTTP, MCPServerSSE, MCPServerStdio
+
+    server = params(world)
+    assert server_name(server) == server_name(MCPServerStdio(command=server.command,
+                                                             args=list(server.args)))
+    url = "http://127.0.0.1:8000/mcp"
+    assert server_name({"url": url, "transport": "streamable-http"}) == server_name(
+        MCPServerHTTP(url=url))
+    assert server_name({"url": url}) == server_name(MCPServerSSE(url=url))
+    with pytest.raises(rac.ConfigurationError, match="cannot tell which MCP server"):
+        server_name(42)
+
+
+def test_an_adapter_whose_server_is_gone_is_a_clear_error_when_enabling(world: Path) -> None:
+    with served(world) as tools:
+        pass  # the adapter is stopped: its session and loop are closed
+    crew, _ = trip_crew(tools, [[("book_flight", FLIGHT)], "booked"])
+
+    with pytest.raises(rac.ConfigurationError, match="listing them over the MCPServerAdapter"):
+        enable_rac(crew, engine())
+
+    assert ledger(world) == []

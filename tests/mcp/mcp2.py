@@ -111,5 +111,8 @@ class ClientSession:
                         read_timeout_seconds: float | None = None) -> CallToolResult:
         # The 2.x dispatcher bounds the request with anyio in seconds.
         with anyio.fail_after(read_timeout_seconds):
-            value = self.handlers[name](dict(arguments or {}))
+            try:
+                value = self.handlers[name](dict(arguments or {}))
+            except Exception as e:  # a server answers a tool's exception as an error result
+                return CallToolResult(content=[TextContent(text=str(e))], is_error=True)
         return CallToolResult(content=[TextContent(text=str(value))], structured_content=value)

@@ -15,6 +15,7 @@ from rac.classify import ErrorKind
 
 pytest.importorskip("mcp")
 from mcp.server.fastmcp import FastMCP  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 from mcp.shared.memory import create_connected_server_and_client_session  # noqa: E402
 from mcp.types import (  # noqa: E402
@@ -23,7 +24,10 @@ from mcp.types import (  # noqa: E402
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     ErrorData,
+    Tool,
 )
+from mcp.types import CallToolResult as SDKCallToolResult  # noqa: E402
+from mcp.types import TextContent as SDKTextContent  # noqa: E402
 
 
 @pytest.mark.parametrize(("code", "kind"), [
@@ -93,6 +97,49 @@ async def test_a_real_request_timeout_is_ambiguous_not_retried_and_never_reporte
     assert failed.value.report.error_kind == "ambiguous"
     assert "timed out" in str(failed.value).lower()
     assert run.status is not rac.RunStatus.COMPENSATED
+    assert "world is back" not in str(failed.value)
+
+
+lax = Server("lax")
+LAX_LEDGER: list[str] = []
+
+
+@lax.list_tools()
+async def lax_tools() -> list[Tool]:
+    args = {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]}
+    return [Tool(name="book_seat", inputSchema=args,  # promises an integer id, sends a string
+                 outputSchema={"type": "object",
+                               "properties": {"booking_id": {"type": "integer"}}},
+                 _meta=rac.mcp.recovery_meta(compensation="cancel_seat",
+                                             args={"booking_id": "result.booking_id"})),
+            Tool(name="cancel_seat", inputSchema={
+                "type": "object", "properties": {"booking_id": {"type": "string"}}})]
+
+
+@lax.call_tool()
+async def lax_call(name: str, args: dict[str, Any]) -> SDKCallToolResult:
+    LAX_LEDGER.append(name)
+    booked = {"booking_id": "S-1"}
+    return SDKCallToolResult(content=[SDKTextContent(type="text", text=str(booked))],
+                             structuredContent=booked)
+
+
+async def test_a_client_error_after_the_server_answered_is_ambiguous_never_undone() -> None:
+    # mcp 1.x checks the answer against the tool's outputSchema after the server ran the
+    # tool, and raises a plain RuntimeError: the seat is booked all the same.
+    LAX_LEDGER.clear()
+    async with create_connected_server_and_client_session(lax) as client:
+        listed = (await client.list_tools()).tools
+        engine = rac.RAC(store="memory://", load_entrypoints=False)
+        engine.register_mcp_tools(listed, server="lax")
+        engine.register_tools(rac.mcp.session_tools(client, listed))
+        async with engine.run() as run:
+            with pytest.raises(rac.ToolCallFailed) as failed:
+                await run.acall("book_seat", who="Ada")
+    assert LAX_LEDGER == ["book_seat"]  # run once, never repeated
+    assert failed.value.report.error_kind == "ambiguous"
+    assert "outputSchema" in str(failed.value) or "structured content" in str(failed.value)
+    assert run.status is rac.RunStatus.NEEDS_ATTENTION
     assert "world is back" not in str(failed.value)
 
 

@@ -40,6 +40,7 @@ from rac.mcp.registration import (
 )
 from rac.mcp.server import recovery_meta
 from rac.mcp.sessions import (
+    call_session_tool,
     declarations_from_session,
     list_session_tools,
     register_session_tools,
@@ -60,6 +61,7 @@ __all__ = [
     "NameMap",
     "ToolDeclaration",
     "TrustVerdict",
+    "call_session_tool",
     "call_tool_result_value",
     "classify_mcp_error",
     "declarations_from_mcp",

@@ -18,8 +18,9 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_type_hints
 
-from rac.errors import ConfigurationError
+from rac.errors import AmbiguousError, ConfigurationError
 from rac.events import emit
+from rac.mcp.errors import classify_mcp_error
 from rac.mcp.names import NameMap
 from rac.mcp.reading import read_tool
 from rac.mcp.registration import MCPDeclarations, apply, declarations_from_mcp
@@ -181,15 +182,12 @@ def session_tools(session: Any, listed: list[Any], *, names: NameMap | None = No
     failure.
     """
     names = names or NameMap()
-    limit = _call_timeout(session, timeout)
     out: list[Tool] = []
     for raw in listed:
         view = read_tool(raw, to_framework=names.framework_name)
 
         async def acall(args: dict[str, Any], _name: str = view.name) -> Any:
-            if limit is None:
-                return await session.call_tool(_name, args)
-            return await session.call_tool(_name, args, read_timeout_seconds=limit)
+            return await call_session_tool(session, _name, args, timeout=timeout)
 
         schema = dict(view.input_schema) if view.input_schema.get("properties") is not None \
             else None
@@ -197,6 +195,29 @@ def session_tools(session: Any, listed: list[Any], *, names: NameMap | None = No
                         params=schema,  # type: ignore[arg-type]
                         description=str(_field(raw, "description") or "")))
     return out
+
+
+async def call_session_tool(session: Any, name: str, args: dict[str, Any], *,
+                            timeout: float | None = None) -> Any:
+    """Call the tool ``name`` once through ``session.call_tool``; the ``CallToolResult``.
+
+    ``timeout`` (seconds) bounds the call (see :func:`session_tools`). MCP errors are raised as
+    the SDK raises them, for :class:`rac.mcp.MCPErrors` to classify. Any other error the client
+    raises is raised as :class:`rac.AmbiguousError`: it may come after the server ran the tool
+    (mcp 1.x checks a result against the tool's ``outputSchema`` once the server answered, and
+    raises ``RuntimeError`` if it does not match), so the call may have happened.
+    """
+    limit = _call_timeout(session, timeout)
+    try:
+        if limit is None:
+            return await session.call_tool(name, args)
+        return await session.call_tool(name, args, read_timeout_seconds=limit)
+    except Exception as e:
+        if classify_mcp_error(e) is not None:
+            raise
+        raise AmbiguousError(
+            f"the MCP client failed on {name!r} with {type(e).__name__}: {e} (the server may "
+            "have run the tool)") from e
 
 
 def _call_timeout(session: Any, timeout: float | None) -> Any:

@@ -11,6 +11,7 @@ os.environ["HOME"] = tempfile.mkdtemp(prefix="rac-crewai-home-")
 
 
 def pytest_configure(config):  # type: ignore[no-untyped-def]
-    """CrewAI's (and mcpadapt's) own deprecation warnings are not ours to fix."""
+    """CrewAI's (and crewai-tools' and mcpadapt's) own deprecation warnings are not ours to fix."""
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:crewai(\..*)?")
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:mcpadapt(\..*)?")
+    config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:crewai_tools(\..*)?")

@@ -75,6 +75,16 @@ def trip_crew(tools: list[BaseTool], script: list[Any]) -> tuple[Crew, ScriptedL
 TRIP = [[("book_flight", FLIGHT)], [("book_hotel", HOTEL)], "No hotel; sorry."]
 
 
+def enabled_trip(tools: list[BaseTool], script: list[Any] = TRIP, **enable: Any
+                 ) -> tuple[Crew, ScriptedLLM, rac.RAC]:
+    """A one-task crew of ``tools`` under RAC (``enable``: keywords of ``enable_rac``), with
+    the model that plays ``script`` and its engine."""
+    crew, llm = trip_crew(tools, script)
+    eng = engine()
+    enable_rac(crew, eng, **enable)
+    return crew, llm, eng
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     path = tmp_path / "world.db"
@@ -86,9 +96,7 @@ def world(tmp_path: Path) -> Path:
 def test_an_error_answer_is_a_failure_and_the_servers_pair_undoes_the_flight(
         world: Path, maker: str) -> None:
     with served(world, "book_hotel=permanent", maker=maker) as tools:
-        crew, llm = trip_crew(tools, TRIP)
-        eng = engine()
-        enable_rac(crew, eng)
+        crew, llm, eng = enabled_trip(tools)
 
         crew.kickoff()
 
@@ -111,10 +119,8 @@ def test_the_agent_reads_the_text_the_adapter_gives(world: Path) -> None:
     with served(world) as tools:
         by_name = {t.name: t for t in tools}
         direct = by_name["search_flights"].run(**search)  # the adapter's own rendering
-        crew, llm = trip_crew(tools, [[("search_flights", search)], [("book_flight", FLIGHT)],
-                                      "Booked."])
-        eng = engine()
-        enable_rac(crew, eng)
+        script = [[("search_flights", search)], [("book_flight", FLIGHT)], "Booked."]
+        crew, llm, eng = enabled_trip(tools, script)
 
         crew.kickoff()
 
@@ -131,9 +137,7 @@ def test_a_crashed_server_is_reached_on_a_new_connection_to_settle_and_undo(
     # call may have happened. The adapter's connection is gone for good; RAC looks the
     # booking up, and later cancels it, on connections of their own to the same server.
     with served(world, "book_flight=crash@afterx1", "book_hotel=permanent") as tools:
-        crew, llm = trip_crew(tools, TRIP)
-        eng = engine()
-        enable_rac(crew, eng)
+        crew, llm, eng = enabled_trip(tools)
 
         with capture_logs() as events:
             crew.kickoff()
@@ -154,9 +158,8 @@ def test_a_hung_server_leaves_the_booking_named_as_possibly_live(world: Path) ->
     # The server books the flight and never answers; a hung process answers no lookup either.
     # RAC cannot tell whether the flight exists: never "the world is back".
     with served(world, "book_flight=hang@afterx1") as tools:
-        crew, llm = trip_crew(tools, [[("book_flight", FLIGHT)], "Stopped."])
-        eng = engine()
-        enable_rac(crew, eng, mcp_timeout=1)
+        crew, llm, eng = enabled_trip(tools, [[("book_flight", FLIGHT)], "Stopped."],
+                                      mcp_timeout=1)
 
         crew.kickoff()
 
@@ -173,13 +176,11 @@ def test_a_read_only_claim_is_believed_only_from_a_trusted_server(world: Path,
     server = params(world, "book_hotel=permanent")
     adapter = MCPServerAdapter(server)
     try:
-        crew, llm = trip_crew(list(adapter.tools), [
-            [("search_flights", {"origin": "LHR", "dest": "CDG"})],
-            [("book_hotel", HOTEL)], "No hotel; sorry."])
         refs = {"no": [], "params": [server], "adapter": [adapter],
                 "name": [server_name(server)]}
-        eng = engine()
-        enable_rac(crew, eng, trusted_mcp=refs[trusted])
+        crew, llm, eng = enabled_trip(list(adapter.tools), [
+            [("search_flights", {"origin": "LHR", "dest": "CDG"})],
+            [("book_hotel", HOTEL)], "No hotel; sorry."], trusted_mcp=refs[trusted])
 
         crew.kickoff()
     finally:
@@ -242,10 +243,8 @@ def test_a_server_is_listed_once_per_engine(world: Path) -> None:
 
 def test_parallel_calls_of_one_turn_through_the_adapter_are_one_batch(world: Path) -> None:
     with served(world, "book_hotel=permanent") as tools:
-        crew, llm = trip_crew(tools, [[("book_flight", FLIGHT), ("book_hotel", HOTEL)],
-                                      "No hotel; sorry."])
-        eng = engine()
-        enable_rac(crew, eng)
+        crew, llm, eng = enabled_trip(tools, [[("book_flight", FLIGHT), ("book_hotel", HOTEL)],
+                                              "No hotel; sorry."])
 
         crew.kickoff()
 
@@ -257,9 +256,7 @@ def test_parallel_calls_of_one_turn_through_the_adapter_are_one_batch(world: Pat
 
 def test_an_async_kickoff_undoes_through_the_adapter(world: Path) -> None:
     with served(world, "book_hotel=permanent") as tools:
-        crew, llm = trip_crew(tools, TRIP)
-        eng = engine()
-        enable_rac(crew, eng)
+        crew, llm, eng = enabled_trip(tools)
 
         asyncio.run(crew.akickoff())
 
@@ -290,3 +287,103 @@ def test_an_adapter_whose_server_is_gone_is_a_clear_error_when_enabling(world: P
         enable_rac(crew, engine())
 
     assert ledger(world) == []
+
+
+STRICT = str(Path(__file__).with_name("strict_mcp_server.py"))
+
+
+def strict(ledger_file: Path) -> StdioServerParameters:
+    """The strict server (arguments checked against its schemas), writing to ``ledger_file``."""
+    return StdioServerParameters(command=sys.executable, args=[STRICT, str(ledger_file)])
+
+
+@pytest.mark.parametrize(("maker", "booked"), [("mcpadapt", True), ("crewai-tools", False)])
+def test_arguments_are_sent_as_the_adapter_sends_them(tmp_path: Path, maker: str,
+                                                      booked: bool) -> None:
+    # mcpadapt leaves out an optional argument the model did not give (a None its schema does
+    # not allow); crewai-tools sends it as null, which the strict server refuses. Under RAC
+    # each behaves as it does alone: RAC must not turn a working call into a failure.
+    seats = tmp_path / "seats.txt"
+    params_ = strict(seats)
+    with (MCPAdapt(params_, CrewAIAdapter()) if maker == "mcpadapt"
+          else MCPServerAdapter(params_)) as tools:
+        alone = {t.name: t for t in tools}["book_seat"].run(who="Bo")
+        crew, llm, eng = enabled_trip(list(tools), [[("book_seat", {"who": "Ada"})], "Done."])
+
+        crew.kickoff()
+
+    assert ("SEAT-1" in alone) is booked
+    [answer] = told(llm, "book_seat")
+    records = eng.store.get_records(only_run(eng).run_id)
+    if booked:
+        assert seats.read_text().split() == ["book_seat", "book_seat"]
+        assert "SEAT-1" in answer and records[0].status is RecordStatus.COMPLETED
+    else:
+        assert not seats.exists()  # refused before the tool ran, alone and under RAC
+        assert "Input validation error" in answer and "Input validation error" in alone
+        assert records[0].status is RecordStatus.FAILED
+
+
+def test_two_servers_of_one_adapter_are_each_called_and_undone_through_their_own(
+        world: Path, tmp_path: Path) -> None:
+    seats = tmp_path / "seats.txt"
+    travel = params(world, "book_hotel=permanent")
+    with MCPAdapt([strict(seats), travel], CrewAIAdapter()) as tools:
+        crew, llm, eng = enabled_trip(list(tools), [[("book_seat", {"who": "Ada"})],
+                                            [("book_flight", FLIGHT)], [("book_hotel", HOTEL)],
+                                            "No hotel; sorry."])
+
+        crew.kickoff()
+
+    assert eng.registry.pairs["book_seat"].tool == "cancel_seat"
+    assert eng.registry.pairs["book_flight"].tool == "cancel_flight"
+    assert seats.read_text().split() == ["book_seat", "cancel_seat"]
+    assert ledger(world) == FLIGHT_UNDONE
+    assert only_run(eng).status is RunStatus.COMPENSATED
+    assert "world is back" in told(llm, "book_hotel")[0]
+
+
+def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path,
+                                                                   tmp_path: Path) -> None:
+    # The server crashes after booking, and every later start of it hangs: RAC's connection
+    # of its own gives up after the adapter's connect timeout, and the flight, which it could
+    # neither look up nor cancel, is named as possibly live.
+    started = tmp_path / "started"
+    wrapper = tmp_path / "server_once.py"
+    wrapper.write_text(
+        "import os, sys, time\n"
+        f"if os.path.exists({str(started)!r}):\n"
+        "    time.sleep(3600)\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "from rac.demo.mcp_travel_server import main\n"
+        "main(sys.argv[1:])\n")
+    once = StdioServerParameters(command=sys.executable, args=[
+        str(wrapper), "--world", str(world), "--fail", "book_flight=crash@afterx1"])
+    with MCPServerAdapter(once, connect_timeout=3) as tools:
+        crew, llm = trip_crew(list(tools), [[("book_flight", FLIGHT)], "Stopped."])
+        eng = engine(retry=rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0))
+        enable_rac(crew, eng)
+
+        crew.kickoff()
+
+    assert ledger(world) == [("book_flight", "book")]
+    [report] = told(llm, "book_flight")
+    assert "book_flight (MAY HAVE HAPPENED" in report and "could not connect again" in report
+    assert "world is back" not in report
+    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+
+
+def test_after_the_adapter_stopped_calls_reach_the_server_on_connections_of_their_own(
+        world: Path) -> None:
+    # The crew runs after the adapter's `with` block closed its session and event loop: each
+    # call (the bookings and the cancel) is made on a connection opened for it.
+    with served(world, "book_hotel=permanent") as tools:
+        crew, llm, eng = enabled_trip(tools)
+
+    with capture_logs() as events:
+        crew.kickoff()
+
+    assert ledger(world) == FLIGHT_UNDONE
+    assert only_run(eng).status is RunStatus.COMPENSATED
+    assert [e["tool"] for e in events if e["event"] == "rac_crewai.mcp_adapter.reconnecting"
+            ] == ["book_flight", "book_hotel", "cancel_flight"]

@@ -9,24 +9,28 @@ about those tools would make RAC wrong if it took them as ordinary tools:
   trigger the rollback of what came before it;
 * they keep neither the server's ``_meta`` nor its annotations: no pair would be found.
 
-So RAC calls these tools itself, through the session and MCP name each tool closes over (the
-``functools.partial`` mcpadapt builds per tool, and the ``MCPAdapt`` whose loop runs the
-session), with :func:`rac.mcp.session_tools`: an ``isError`` answer becomes a ``ToolFailure``
-(as CrewAI's own ``MCPNativeTool`` returns one), any other is rendered as the adapter renders
-it, so the agent reads the same text. The server's declarations are read with
+So RAC calls these tools itself, through the session and MCP name each tool's class closes
+over (the ``functools.partial`` mcpadapt builds per tool, and the ``MCPAdapt`` whose loop runs
+the session), with :func:`rac.mcp.call_session_tool`: an ``isError`` answer becomes a
+``ToolFailure`` (as CrewAI's own ``MCPNativeTool`` returns one), any other is rendered as the
+adapter renders it, so the agent reads the same text. The server's declarations are read with
 :func:`rac.mcp.register_session_tools` over the same session (no new connection), mapped to
 the adapter's tool names. Each call is one attempt (mcpadapt does not repeat calls); the
-engine's ``mcp_timeout`` bounds it.
+engine's ``mcp_timeout`` bounds it. When the adapter's connection is gone (its server died),
+a call is made on a connection of its own, opened and closed for it.
 
-Those closures are mcpadapt's and crewai-tools' internals (checked on mcpadapt 0.1.19/0.1.20,
-crewai-tools 1.15). A tool of theirs whose shape RAC cannot read is refused with a
+Those closures are mcpadapt's and crewai-tools' internals (read on mcpadapt 0.1.19 and 0.1.20,
+whose code is the same there, and crewai-tools 1.15). A ``CrewAIMCPTool``, or a tool whose
+class closes over an ``MCPAdapt``, that RAC cannot read is refused with a
 :class:`rac.ConfigurationError` when RAC is enabled: its errors would read as successes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,25 +41,38 @@ from crewai.utilities.string_utils import sanitize_tool_name
 
 import rac
 from rac.events import emit
-from rac.mcp import NameMap, register_session_tools, session_tools
-from rac_crewai.mcp_tools import MCPSettings, run_sync, server_name, settings_of
-
-#: Modules whose ``CrewAIMCPTool`` classes are mcpadapt-made tools, and whether the module
-#: sanitizes MCP names into tool names (crewai-tools does; mcpadapt keeps them).
-ADAPTER_MODULES = {"crewai_tools.adapters.mcp_adapter": True, "mcpadapt.crewai_adapter": False}
-#: Instance attribute of an adapter tool holding its :class:`AdapterBinding`.
-_BINDING = "_rac_crewai_adapter_binding"
-#: How long RAC waits for the adapter's session to list the server's tools, in seconds.
-LIST_TIMEOUT = 30.0
+from rac.mcp import NameMap, call_session_tool, register_session_tools
+from rac.run import current_run
+from rac_crewai.mcp_tools import run_sync, server_name, settings_of
 
 
-@dataclass
+@dataclass(frozen=True)
+class Maker:
+    """What a package that makes adapter tools does to names and arguments: crewai-tools
+    sanitizes MCP names into tool names; mcpadapt keeps them, and leaves out an argument
+    that is None unless the parameter's schema allows null."""
+
+    sanitizes: bool
+    drops_null: bool
+
+
+#: The modules whose ``CrewAIMCPTool`` classes make adapter tools, and how they make them.
+MAKERS = {"crewai_tools.adapters.mcp_adapter": Maker(sanitizes=True, drops_null=False),
+          "mcpadapt.crewai_adapter": Maker(sanitizes=False, drops_null=True)}
+#: How a tool class of another module that closes over an ``MCPAdapt`` is taken.
+OTHER_MAKER = Maker(sanitizes=False, drops_null=False)
+#: Seconds RAC waits beyond ``mcp_timeout`` for the adapter's thread to answer at all.
+GRACE = 5.0
+
+
+@dataclass(frozen=True)
 class AdapterBinding:
     """What one adapter tool calls: ``mcp_name`` on ``session``, whose event loop is ``loop``;
     ``listed`` is the MCP tool as the adapter listed it, ``params`` the adapter's server
     parameters for it, ``server`` the server's name (as
-    :func:`rac_crewai.mcp_tools.server_name` gives it for the adapter's server parameters),
-    ``settings`` the MCP settings of the engine that adopted the tool (its timeout)."""
+    :func:`rac_crewai.mcp_tools.server_name` gives it for those parameters),
+    ``connect_timeout`` the adapter's bound on connecting (seconds), ``maker`` how the tool
+    was made."""
 
     session: Any
     mcp_name: str
@@ -63,29 +80,31 @@ class AdapterBinding:
     listed: Any
     params: Any
     server: str
-    sanitizes: bool
-    settings: MCPSettings
+    connect_timeout: float
+    maker: Maker
 
     def call(self, args: dict[str, Any]) -> Any:
-        """Call the MCP tool once with ``args``: the adapter's text, or a ``ToolFailure`` for
-        an ``isError`` answer. MCP errors (a timeout, a lost connection) are raised as the
-        SDK raises them, for :class:`rac.mcp.MCPErrors` to classify.
+        """Call the MCP tool once with ``args`` (validated by the tool's schema): the
+        adapter's text, or a ``ToolFailure`` for an ``isError`` answer. MCP errors (a timeout,
+        a lost connection) are raised as the SDK raises them, for :class:`rac.mcp.MCPErrors`
+        to classify; the engine's ``mcp_timeout`` bounds the call.
 
-        If the adapter's connection is gone (its server process died: the request could not
-        be sent), the call is made on a connection of its own to the same server, opened and
-        closed for it, as CrewAI's ``Agent(mcps=...)`` makes every call: a lookup or a
-        compensation after a crash still reaches the server."""
-        try:
-            result = asyncio.run_coroutine_threadsafe(
-                self._acall(self.session, args), self.loop).result()
-        except Exception as e:
-            if not connection_gone(e):
-                raise
-            emit("rac_crewai.mcp_adapter.reconnecting", server=self.server, tool=self.mcp_name,
-                 status="reconnecting", error=type(e).__name__,
-                 reason="the adapter's connection to the server is closed; the call was not "
-                        "sent, and is made on a new connection")
-            result = run_sync(functools.partial(self._afresh, args))
+        If the adapter's connection is gone (its loop stopped, or its server process died so
+        that the request could not be sent), the call is made on a connection of its own to
+        the same server, opened and closed for it, as CrewAI's ``Agent(mcps=...)`` makes
+        every call: a lookup or a compensation after a crash still reaches the server."""
+        args = self.sent_args(args)
+        timeout = _engine_timeout()
+        if self.loop.is_closed() or not self.loop.is_running():
+            result = self._fresh(args, timeout, why="the adapter's event loop has stopped")
+        else:
+            try:
+                result = self._on_adapter(args, timeout)
+            except Exception as e:
+                if not connection_gone(e):
+                    raise
+                result = self._fresh(args, timeout, why="the adapter's connection to the "
+                                                         "server is closed")
         text = rendered(result)
         if getattr(result, "isError", False):
             return ToolFailure(message=text or "the MCP tool reported an error with no text",
@@ -93,16 +112,69 @@ class AdapterBinding:
                                details={"server": self.server, "tool": self.mcp_name})
         return text
 
-    async def _acall(self, session: Any, args: dict[str, Any]) -> Any:
-        [tool] = session_tools(session, [self.listed], timeout=self.settings.timeout)
-        assert tool.acall is not None  # session_tools makes async tools
-        return await tool.acall(args)
+    def sent_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` as the adapter would send them (mcpadapt leaves out a None the
+        parameter's schema does not allow)."""
+        if not self.maker.drops_null:
+            return args
+        schema = getattr(self.listed, "inputSchema", None) or {}
+        properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+        return {k: v for k, v in args.items()
+                if v is not None or k not in properties or allows_null(properties[k])}
 
-    async def _afresh(self, args: dict[str, Any]) -> Any:
+    def _on_adapter(self, args: dict[str, Any], timeout: float | None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(
+            call_session_tool(self.session, self.mcp_name, args, timeout=timeout), self.loop)
+        if timeout is None:  # as long as the adapter would wait
+            return future.result()
+        try:
+            return future.result(timeout=timeout + GRACE)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise rac.AmbiguousError(
+                f"the MCPServerAdapter's thread did not answer {self.mcp_name!r} within "
+                f"{timeout + GRACE:g} s (the request may have been sent)") from None
+
+    def _fresh(self, args: dict[str, Any], timeout: float | None, *, why: str) -> Any:
+        emit("rac_crewai.mcp_adapter.reconnecting", server=self.server, tool=self.mcp_name,
+             status="reconnecting", reason=f"{why}; the call was not sent, and is made on a "
+                                           "new connection")
+        return run_sync(functools.partial(self._afresh, args, timeout))
+
+    async def _afresh(self, args: dict[str, Any], timeout: float | None) -> Any:
+        from contextlib import AsyncExitStack
+
         from mcpadapt.core import mcptools  # present: the tool came from mcpadapt
 
-        async with mcptools(self.params, None) as (session, _):
-            return await self._acall(session, args)
+        async with AsyncExitStack() as stack:
+            try:
+                async with asyncio.timeout(self.connect_timeout):
+                    session, _ = await stack.enter_async_context(mcptools(self.params, None))
+            except Exception as e:  # nothing was sent: a repeat is safe
+                raise rac.TransientError(
+                    f"could not connect again to MCP server {self.server!r} for "
+                    f"{self.mcp_name!r}: {type(e).__name__}: {e}") from e
+            return await call_session_tool(session, self.mcp_name, args, timeout=timeout)
+
+
+def _engine_timeout() -> float | None:
+    """The ``mcp_timeout`` of the engine whose run is calling (None outside a run)."""
+    run = current_run()
+    return settings_of(run.engine).timeout if run is not None else None
+
+
+def allows_null(schema: Any) -> bool:
+    """True if a JSON schema of one parameter allows null (mcpadapt's test: a type list with
+    "null", or an ``anyOf`` with a null type)."""
+    if not isinstance(schema, Mapping):
+        return True
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "null" in kind
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        return any(isinstance(o, Mapping) and o.get("type") == "null" for o in options)
+    return False
 
 
 def connection_gone(error: BaseException) -> bool:
@@ -123,13 +195,6 @@ def rendered(result: Any) -> str:
     return str([c.text for c in content if isinstance(getattr(c, "text", None), str)])
 
 
-def is_adapter_tool(tool: BaseTool) -> bool:
-    """True for a tool made by crewai-tools' ``MCPServerAdapter`` or mcpadapt's
-    ``CrewAIAdapter``."""
-    cls = type(tool)
-    return cls.__name__ == "CrewAIMCPTool" and cls.__module__ in ADAPTER_MODULES
-
-
 def _cells(fn: Any) -> dict[str, Any]:
     """The variables ``fn`` closes over, by name."""
     code = getattr(fn, "__code__", None)
@@ -143,10 +208,27 @@ def _cells(fn: Any) -> dict[str, Any]:
     return found
 
 
-def _read(tool: BaseTool, settings: MCPSettings) -> AdapterBinding | None:
-    """The binding of an adapter tool, read off mcpadapt's closures; None if their shape is
-    not the one RAC knows."""
-    func = _cells(type(tool)._run).get("func")
+def _is_mcpadapt(obj: Any) -> bool:
+    return any(c.__name__ == "MCPAdapt" and c.__module__.startswith("mcpadapt")
+               for c in type(obj).__mro__)
+
+
+def _closes_over_mcpadapt(fn: Any) -> bool:
+    """True if ``fn``, or a function or partial it closes over, closes over an
+    ``MCPAdapt``."""
+    for value in _cells(fn).values():
+        if _is_mcpadapt(value):
+            return True
+        inner = value.func if isinstance(value, functools.partial) else value
+        if callable(inner) and any(_is_mcpadapt(v) for v in _cells(inner).values()):
+            return True
+    return False
+
+
+def _read(cls: type[BaseTool], maker: Maker) -> AdapterBinding | None:
+    """The binding of an adapter tool class, read off mcpadapt's closures; None if their
+    shape is not the one RAC knows."""
+    func = _cells(cls._run).get("func")
     if not isinstance(func, functools.partial) or len(func.args) != 2:
         return None
     session, mcp_name = func.args
@@ -165,40 +247,47 @@ def _read(tool: BaseTool, settings: MCPSettings) -> AdapterBinding | None:
     listed = next((t for t in listings[index] if getattr(t, "name", None) == mcp_name), None)
     if listed is None:
         return None
+    connect = getattr(adapt, "connect_timeout", None)
     return AdapterBinding(session=session, mcp_name=mcp_name, loop=loop, listed=listed,
                           params=params[index], server=server_name(params[index]),
-                          sanitizes=ADAPTER_MODULES[type(tool).__module__], settings=settings)
+                          connect_timeout=float(connect) if isinstance(connect, int | float)
+                          else 30.0, maker=maker)
 
 
-def binding_of(tool: BaseTool, settings: MCPSettings | None = None) -> AdapterBinding | None:
-    """The :class:`AdapterBinding` of an adapter tool (read once, then kept on the tool; given
-    ``settings``, bound to them), None for any other tool.
+#: Each tool class's binding (mcpadapt makes one class per tool), or None for other classes.
+_BINDINGS: weakref.WeakKeyDictionary[type, AdapterBinding | None] = weakref.WeakKeyDictionary()
 
-    Raises :class:`rac.ConfigurationError` for an adapter tool RAC cannot read."""
-    if not is_adapter_tool(tool):
-        return None
-    kept = tool.__dict__.get(_BINDING)
-    if isinstance(kept, AdapterBinding) and (settings is None or kept.settings is settings):
-        return kept
-    found = _read(tool, settings if settings is not None else MCPSettings())
-    if found is None:
+
+def binding_of(tool: BaseTool) -> AdapterBinding | None:
+    """The :class:`AdapterBinding` of an adapter tool, None for any other tool.
+
+    Raises :class:`rac.ConfigurationError` for a tool that looks made by mcpadapt (a
+    ``CrewAIMCPTool``, or a class closing over an ``MCPAdapt``) but that RAC cannot read."""
+    cls = type(tool)
+    try:
+        return _BINDINGS[cls]
+    except KeyError:
+        pass
+    looks_made = cls.__name__ == "CrewAIMCPTool" or _closes_over_mcpadapt(cls._run)
+    found = _read(cls, MAKERS.get(cls.__module__, OTHER_MAKER)) if looks_made else None
+    if looks_made and found is None:
         raise rac.ConfigurationError(
-            f"tool {tool.name!r} comes from crewai-tools' MCPServerAdapter (mcpadapt), but RAC "
-            "cannot find the MCP session it calls in this version: it would hand RAC only the "
-            "text of the server's answers, so a failed call would read as a success. Give the "
-            "agent the server as Agent(mcps=[...]) instead, or pin crewai-tools 1.15 and "
+            f"tool {tool.name!r} looks made by crewai-tools' MCPServerAdapter (mcpadapt), but "
+            "RAC cannot find the MCP session it calls in this version: it would hand RAC only "
+            "the text of the server's answers, so a failed call would read as a success. Give "
+            "the agent the server as Agent(mcps=[...]) instead, or use crewai-tools 1.15 with "
             "mcpadapt 0.1.19-0.1.20")
-    object.__setattr__(tool, _BINDING, found)
+    _BINDINGS[cls] = found
     return found
 
 
 def adopt_adapter_tools(engine: rac.RAC, tools: Iterable[BaseTool]) -> None:
-    """Bind the adapter tools among ``tools`` to ``engine`` and register what their servers
-    declare, once per engine and server (through the adapter's own session)."""
+    """Register what the servers of the adapter tools among ``tools`` declare, once per engine
+    and server (through the adapter's own session)."""
     settings = settings_of(engine)
     by_session: dict[int, list[tuple[BaseTool, AdapterBinding]]] = {}
     for t in tools:
-        binding = binding_of(t, settings)
+        binding = binding_of(t)
         if binding is not None:
             by_session.setdefault(id(binding.session), []).append((t, binding))
     for group in by_session.values():
@@ -206,37 +295,46 @@ def adopt_adapter_tools(engine: rac.RAC, tools: Iterable[BaseTool]) -> None:
         names = {t.name for t, _ in group}
         if names <= settings.listed.get(first.server, set()):
             continue
-        listing = register_session_tools(engine, first.session, server=first.server,
-                                         trusted=first.server in settings.trusted,
-                                         names=adapter_names(group))
-        try:
-            asyncio.run_coroutine_threadsafe(listing, first.loop).result(timeout=LIST_TIMEOUT)
-        except rac.ConfigurationError:
-            raise  # a malformed declaration: named by the MCP mechanism
-        except Exception as e:
-            listing.close()  # never scheduled if the adapter's loop is closed
-            raise rac.ConfigurationError(
-                f"cannot read what MCP server {first.server!r} declares about its tools "
-                f"({', '.join(sorted(names))}): listing them over the MCPServerAdapter's "
-                f"session failed with {type(e).__name__}: {e}. Is the adapter started and "
-                "its server running?") from e
+        _list_declarations(engine, first, names, adapter_names(group),
+                           trusted=first.server in settings.trusted)
         settings.listed.setdefault(first.server, set()).update(names)
+
+
+def _list_declarations(engine: rac.RAC, binding: AdapterBinding, names: set[str],
+                       renamed: NameMap, *, trusted: bool) -> None:
+    """Register the declarations of ``binding``'s server, listed over the adapter's session."""
+    listing = register_session_tools(engine, binding.session, server=binding.server,
+                                     trusted=trusted, names=renamed)
+    try:
+        future = asyncio.run_coroutine_threadsafe(listing, binding.loop)
+    except Exception as e:  # the loop is closed: the coroutine was never scheduled
+        listing.close()
+        raise _unlisted(binding, names, e) from e
+    try:
+        future.result(timeout=binding.connect_timeout)
+    except rac.ConfigurationError:
+        raise  # a malformed declaration: named by the MCP mechanism
+    except Exception as e:
+        future.cancel()
+        raise _unlisted(binding, names, e) from e
+
+
+def _unlisted(binding: AdapterBinding, names: set[str], error: BaseException
+              ) -> rac.ConfigurationError:
+    return rac.ConfigurationError(
+        f"cannot read what MCP server {binding.server!r} declares about its tools "
+        f"({', '.join(sorted(names))}): listing them over the MCPServerAdapter's session "
+        f"failed with {type(error).__name__}: {error}. Is the adapter started and its server "
+        "running?")
 
 
 def adapter_names(group: list[tuple[BaseTool, AdapterBinding]]) -> NameMap:
     """The names the adapter gave a server's tools (MCP name to tool name); a tool not among
     them (filtered out) named as the adapter would name it."""
     given = {b.mcp_name: t.name for t, b in group}
-    sanitizes = group[0][1].sanitizes
+    sanitizes = group[0][1].maker.sanitizes
 
     def name(mcp_name: str) -> str:
         return given.get(mcp_name) or (sanitize_tool_name(mcp_name) if sanitizes else mcp_name)
 
     return NameMap(name)
-
-
-def adapter_params(server: Any) -> Any:
-    """The server parameters of a crewai-tools ``MCPServerAdapter`` (``server`` itself for
-    anything else)."""
-    params = getattr(server, "_serverparams", None)
-    return params if params is not None and not isinstance(server, Mapping) else server

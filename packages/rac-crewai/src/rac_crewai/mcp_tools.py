@@ -24,13 +24,14 @@ import contextvars
 import functools
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from crewai.mcp.config import MCPServerHTTP, MCPServerSSE, MCPServerStdio
 from crewai.mcp.tool_resolver import MCPToolResolver
 from crewai.tools import BaseTool
 from crewai.tools.mcp_native_tool import MCPNativeTool
 from crewai.utilities.string_utils import sanitize_tool_name
+from mcp import StdioServerParameters
 
 import rac
 from rac.mcp import NameMap, register_session_tools
@@ -42,10 +43,18 @@ SETTINGS_KEY = "rac_crewai.mcp"
 #: Attribute of an ``MCPNativeTool`` whose client factory makes single-attempt clients.
 _SINGLE_ATTEMPT = "_rac_crewai_single_attempt"
 
+class StartedAdapter(Protocol):
+    """crewai-tools' ``MCPServerAdapter`` as RAC reads it: the server parameters it was given
+    (an attribute of its own, there being no public one)."""
+
+    _serverparams: Any
+
+
 #: A server as ``trusted_mcp`` takes one: CrewAI's configs, a server name, or (for
 #: crewai-tools' ``MCPServerAdapter``) mcp's ``StdioServerParameters``, an adapter's dict
 #: (``{"url": ..., "transport": ...}``) or the ``MCPServerAdapter`` itself.
-ServerRef = MCPServerStdio | MCPServerHTTP | MCPServerSSE | str | Any
+ServerRef = (MCPServerStdio | MCPServerHTTP | MCPServerSSE | str | StdioServerParameters
+             | Mapping[str, Any] | StartedAdapter)
 
 
 def server_name(server: ServerRef) -> str:
@@ -57,25 +66,31 @@ def server_name(server: ServerRef) -> str:
     Raises :class:`rac.ConfigurationError` for anything else."""
     if isinstance(server, str):
         return server
-    params = getattr(server, "_serverparams", None)  # crewai-tools' MCPServerAdapter
-    if params is not None and not isinstance(server, MCPServerStdio | MCPServerHTTP
-                                             | MCPServerSSE | Mapping):
-        server = params
-    if isinstance(server, MCPServerStdio | MCPServerHTTP | MCPServerSSE):
-        return MCPToolResolver._create_transport(server)[1]
-    if isinstance(server, Mapping) and isinstance(server.get("url"), str):
-        config: MCPServerHTTP | MCPServerSSE = (
-            MCPServerSSE(url=server["url"]) if server.get("transport", "sse") == "sse"
-            else MCPServerHTTP(url=server["url"]))
+    config = _as_config(server)
+    if config is None:
+        params = getattr(server, "_serverparams", None)  # crewai-tools' MCPServerAdapter
+        config = _as_config(params) if params is not None else None
+    if config is not None:
         return MCPToolResolver._create_transport(config)[1]
-    command, args = getattr(server, "command", None), getattr(server, "args", None)
-    if isinstance(command, str) and isinstance(args, list | tuple):  # StdioServerParameters
-        return MCPToolResolver._create_transport(
-            MCPServerStdio(command=command, args=[str(a) for a in args]))[1]
     raise rac.ConfigurationError(
         f"cannot tell which MCP server {server!r} is: give an MCPServerStdio, MCPServerHTTP or "
         "MCPServerSSE config, mcp's StdioServerParameters, an MCPServerAdapter, its "
         "{'url': ...} dict, or the server's name as CrewAI gives it")
+
+
+def _as_config(server: Any) -> MCPServerStdio | MCPServerHTTP | MCPServerSSE | None:
+    """``server`` as the CrewAI config naming it the same way: a config itself, mcp's
+    ``StdioServerParameters``, or mcpadapt's ``{"url": ..., "transport": ...}`` (SSE unless
+    it says otherwise); None for anything else."""
+    if isinstance(server, MCPServerStdio | MCPServerHTTP | MCPServerSSE):
+        return server
+    if isinstance(server, StdioServerParameters):
+        return MCPServerStdio(command=server.command, args=list(server.args), env=server.env)
+    if isinstance(server, Mapping) and isinstance(server.get("url"), str):
+        if server.get("transport", "sse") == "sse":
+            return MCPServerSSE(url=server["url"])
+        return MCPServerHTTP(url=server["url"])
+    return None
 
 
 @dataclass

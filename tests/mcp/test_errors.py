@@ -143,6 +143,18 @@ async def test_a_client_error_after_the_server_answered_is_ambiguous_never_undon
     assert "world is back" not in str(failed.value)
 
 
+class RefusingSession:
+    """A session whose connection is refused before anything is sent."""
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        raise ConnectionRefusedError(f"cannot reach the server for {name}")
+
+
+async def test_a_client_error_rac_knows_keeps_its_own_verdict() -> None:
+    with pytest.raises(ConnectionRefusedError):  # transient: nothing was sent
+        await rac.mcp.call_session_tool(RefusingSession(), "book_seat", {"who": "Ada"})
+
+
 @dataclass
 class TextContent:  # mcp 2.x's content block, as its types present it
     text: str

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_type_hints
 
+from rac.classify import default_classify
 from rac.errors import AmbiguousError, ConfigurationError
 from rac.events import emit
 from rac.mcp.errors import classify_mcp_error
@@ -201,11 +202,14 @@ async def call_session_tool(session: Any, name: str, args: dict[str, Any], *,
                             timeout: float | None = None) -> Any:
     """Call the tool ``name`` once through ``session.call_tool``; the ``CallToolResult``.
 
-    ``timeout`` (seconds) bounds the call (see :func:`session_tools`). MCP errors are raised as
-    the SDK raises them, for :class:`rac.mcp.MCPErrors` to classify. Any other error the client
-    raises is raised as :class:`rac.AmbiguousError`: it may come after the server ran the tool
-    (mcp 1.x checks a result against the tool's ``outputSchema`` once the server answered, and
-    raises ``RuntimeError`` if it does not match), so the call may have happened.
+    ``timeout`` (seconds) bounds the call (see :func:`session_tools`). MCP errors, and errors
+    RAC's default rules know (a refused connection, a timeout, ``rac.TransientError``), are
+    raised as they are, for :class:`rac.mcp.MCPErrors` and the rules to classify. Any other
+    error the client raises is raised as :class:`rac.AmbiguousError` (the original as its
+    ``__cause__``): it may come after the server ran the tool (mcp 1.x checks a result against
+    the tool's ``outputSchema`` once the server answered, and raises ``RuntimeError`` if it
+    does not match; a malformed answer fails pydantic's validation), so the call may have
+    happened.
     """
     limit = _call_timeout(session, timeout)
     try:
@@ -213,8 +217,8 @@ async def call_session_tool(session: Any, name: str, args: dict[str, Any], *,
             return await session.call_tool(name, args)
         return await session.call_tool(name, args, read_timeout_seconds=limit)
     except Exception as e:
-        if classify_mcp_error(e) is not None:
-            raise
+        if classify_mcp_error(e) is not None or not default_classify(e).fallback:
+            raise  # a verdict of its own
         raise AmbiguousError(
             f"the MCP client failed on {name!r} with {type(e).__name__}: {e} (the server may "
             "have run the tool)") from e

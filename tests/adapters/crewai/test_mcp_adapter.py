@@ -131,8 +131,9 @@ def test_the_agent_reads_the_text_the_adapter_gives(world: Path) -> None:
     assert only_run(eng).status is RunStatus.COMPLETED
 
 
+@pytest.mark.parametrize("kickoff", ["sync", "async"])
 def test_a_crashed_server_is_reached_on_a_new_connection_to_settle_and_undo(
-        world: Path) -> None:
+        world: Path, kickoff: str) -> None:
     # The server books the flight, then its process dies with the request outstanding: the
     # call may have happened. The adapter's connection is gone for good; RAC looks the
     # booking up, and later cancels it, on connections of their own to the same server.
@@ -140,7 +141,10 @@ def test_a_crashed_server_is_reached_on_a_new_connection_to_settle_and_undo(
         crew, llm, eng = enabled_trip(tools)
 
         with capture_logs() as events:
-            crew.kickoff()
+            if kickoff == "sync":
+                crew.kickoff()
+            else:
+                asyncio.run(crew.akickoff())
 
     assert ledger(world) == FLIGHT_UNDONE
     [flight] = told(llm, "book_flight")

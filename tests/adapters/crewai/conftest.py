@@ -15,3 +15,6 @@ def pytest_configure(config):  # type: ignore[no-untyped-def]
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:crewai(\..*)?")
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:mcpadapt(\..*)?")
     config.addinivalue_line("filterwarnings", r"ignore::DeprecationWarning:crewai_tools(\..*)?")
+    # mcpadapt opens HTTP servers with mcp's older streamablehttp_client
+    config.addinivalue_line("filterwarnings",
+                            r"ignore:Use `streamable_http_client` instead:DeprecationWarning")

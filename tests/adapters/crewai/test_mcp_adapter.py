@@ -8,7 +8,10 @@ a failure (not a ``completed`` call with an error text) and the pairs come from 
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -391,3 +394,63 @@ def test_after_the_adapter_stopped_calls_reach_the_server_on_connections_of_thei
     assert only_run(eng).status is RunStatus.COMPENSATED
     assert [e["tool"] for e in events if e["event"] == "rac_crewai.mcp_adapter.reconnecting"
             ] == ["book_flight", "book_hotel", "cancel_flight"]
+
+
+@contextmanager
+def http_server(world: Path, *faults: str) -> Iterator[dict[str, str]]:
+    """The example server over streamable HTTP on a free loopback port, as the adapter's
+    ``{"url": ..., "transport": ...}`` dict; stopped at the end."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, MCP_SERVER, "--world", str(world), "--http", str(port)]
+    for fault in faults:
+        args += ["--fail", fault]
+    proc = subprocess.Popen(args)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the HTTP server did not start: {args}") from None
+                time.sleep(0.1)
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "transport": "streamable-http"}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_http_server_pairs_and_undo_through_the_adapter(world: Path) -> None:
+    with http_server(world, "book_hotel=permanent") as spec, MCPServerAdapter(spec) as tools:
+        crew, llm, eng = enabled_trip(list(tools), trusted_mcp=[spec])
+
+        crew.kickoff()
+
+    assert eng.registry.pairs["book_flight"].tool == "cancel_flight"
+    assert "search_flights" in eng.registry.read_only  # trusted by its dict
+    assert ledger(world) == FLIGHT_UNDONE
+    assert only_run(eng).status is RunStatus.COMPENSATED
+    assert "world is back" in told(llm, "book_hotel")[0]
+
+
+# mcpadapt's own thread dies with the server (its loop catches only CancelledError): RAC then
+# makes calls on connections of its own, which find no server either.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_an_http_server_that_dies_leaves_the_booking_named(world: Path) -> None:
+    # An HTTP server is not started by the client: once it dies, no new connection reaches
+    # it, and the flight it may have booked is named as possibly live.
+    with http_server(world, "book_flight=crash@afterx1") as spec, \
+            MCPServerAdapter(spec) as tools:
+        crew, llm = trip_crew(list(tools), [[("book_flight", FLIGHT)], "Stopped."])
+        eng = engine(retry=rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0))
+        enable_rac(crew, eng, mcp_timeout=2)
+
+        crew.kickoff()
+
+    assert ledger(world) == [("book_flight", "book")]
+    [report] = told(llm, "book_flight")
+    assert "book_flight (MAY HAVE HAPPENED" in report and "world is back" not in report
+    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION

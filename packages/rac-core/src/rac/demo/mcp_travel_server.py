@@ -9,6 +9,7 @@ hold a session). Faults for demos and tests: ``--fail TOOL=KIND[@after][xN]``, K
 ``permanent`` (the tool reports an error), ``crash`` (the process exits: the client sees the
 connection close) or ``hang`` (the tool never answers: the client times out); ``@after`` makes
 the booking first, ``xN`` limits the fault to the first N calls (counted in the world file).
+``--http PORT`` serves streamable HTTP on ``http://127.0.0.1:PORT/mcp`` instead of stdio.
 
 Works with mcp 1.x (``FastMCP``) and mcp 2.x (``MCPServer``).
 """
@@ -196,12 +197,23 @@ def main(argv: list[str] | None = None) -> None:
                              "travel-world.db)")
     parser.add_argument("--fail", action="append", default=[], metavar="TOOL=KIND[@after][xN]",
                         help="inject a fault (repeatable)")
+    parser.add_argument("--http", type=int, metavar="PORT",
+                        help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio "
+                             "(mcp 1.x)")
     args = parser.parse_args(argv)
     try:
         faults = [Fault.parse(spec) for spec in args.fail]
     except ValueError as e:
         parser.error(str(e))
-    build_server(args.world, faults).run()  # stdio
+    app = build_server(args.world, faults)
+    if args.http is None:
+        app.run()  # stdio
+        return
+    settings = getattr(app, "settings", None)
+    if settings is None or not hasattr(settings, "port"):
+        parser.error("--http needs mcp 1.x (FastMCP); this mcp's server has no such settings")
+    settings.host, settings.port, settings.log_level = "127.0.0.1", args.http, "WARNING"
+    app.run(transport="streamable-http")
 
 
 if __name__ == "__main__":

@@ -443,6 +443,54 @@ def test_the_report_says_why_a_call_may_have_happened_when_its_lookup_failed(
     assert failed.value.report.status is rac.RunStatus.NEEDS_ATTENTION
 
 
+def test_resume_still_says_a_call_may_have_happened_when_it_cannot_undo_it(
+        make_engine: Any, world: TravelWorld) -> None:
+    """A call in doubt whose undo failed stays "may have happened" through `rac resume`: a
+    retried undo that fails again must not turn it into a call that surely happened."""
+    def find_flights(who: str) -> dict[str, Any]:
+        """Live flights of a passenger (read-only); the service is down."""
+        raise ConnectionError("lookup service returned 503")
+
+    world.fail("book_flight", "timeout", phase="after")
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=[*world.tools(), find_flights],
+                         read_only=["find_flights", "search_flights", "get_weather"])
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed):
+        run.call("book_flight", **FLIGHT)
+
+    done = engine.resume(run.run_id)
+
+    assert done.outcome == "needs_attention" and done.report is not None
+    assert [(u.tool, u.happened) for u in done.report.in_doubt] == [("book_flight", "maybe")]
+    assert done.report.compensation_failed == []
+    assert "MAY HAVE HAPPENED" in done.report.render()
+    assert len(world.live("flight")) == 1
+
+
+def test_a_call_in_doubt_whose_compensator_fails_is_still_a_call_that_may_have_happened(
+        make_engine: Any) -> None:
+    held: list[str] = []
+
+    def hold_seat(name: str) -> dict[str, Any]:
+        """Hold a seat; the answer is lost after the hold is made."""
+        held.append(name)
+        raise TimeoutError("no answer")
+
+    def release_seat(name: str) -> dict[str, Any]:
+        """Release a held seat; the service refuses."""
+        raise rac.PermanentError("release service is closed")
+
+    engine = make_engine(tools=[hold_seat, release_seat], compensations={
+        "hold_seat": rac.Compensation("release_seat", args={"name": "args.name"})})
+    with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
+        run.call("hold_seat", name="ann")
+    report = failed.value.report
+    assert [(u.tool, u.happened) for u in report.in_doubt] == [("hold_seat", "maybe")]
+    assert report.compensation_failed == [] and held == ["ann"]
+    assert "release service is closed" in str(failed.value)
+    assert "MAY HAVE HAPPENED" in str(failed.value) and "world is back" not in str(failed.value)
+
+
 class _AskAHuman(Exception):  # noqa: N818 - a framework's control flow, as LangGraph's interrupt
     """How a framework pauses for a person."""
 

@@ -90,6 +90,20 @@ MAYBE_LIVE = frozenset({R.COMPLETED, R.COMPENSATING, R.COMPENSATION_FAILED, R.IN
 NEEDS_A_PERSON = frozenset({R.COMPENSATION_FAILED, R.IN_DOUBT})
 
 
+#: How the error of a dead-lettered action says the action itself may not have happened (an
+#: in-doubt call whose undo failed); logs of earlier versions carry the same words.
+UNCERTAIN_NOTE = "(the call may or may not have taken effect)"
+
+
+def uncertain(record: Record) -> bool:
+    """True if ``record`` is an action that may or may not have happened: pending, in doubt, or
+    the dead letter of one (its undo failed while it was in doubt, and every retry keeps
+    that)."""
+    if record.status in (R.PENDING, R.IN_DOUBT):
+        return True
+    return record.status is R.COMPENSATION_FAILED and UNCERTAIN_NOTE in (record.error or "")
+
+
 def in_scope(record_scope: str, scope: str) -> bool:
     """True if a record of ``record_scope`` belongs to ``scope`` (``"0"`` is the whole run)."""
     return scope == "0" or record_scope == scope or record_scope.startswith(scope + ".")

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rac.lifecycle import uncertain
 from rac.models import Record, RecordKind, RecordStatus, RunInfo
 
 R = RecordStatus
@@ -28,8 +29,7 @@ def happened(r: Record) -> tuple[str, str]:
     if r.status is R.RESOLVED:
         return "settled", why
     if r.status is R.COMPENSATION_FAILED:
-        maybe = "may or may not have taken effect" in (r.error or "")
-        return ("maybe" if maybe else "yes"), why
+        return ("maybe" if uncertain(r) else "yes"), why
     return "yes", why if not r.compensable else ""
 
 

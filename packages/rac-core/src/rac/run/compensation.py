@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
+from rac.lifecycle import UNCERTAIN_NOTE, uncertain
 from rac.models import Record, RecordKind, RecordStatus
 from rac.run.attempts import attempt
 from rac.run.keys import step_key
@@ -50,7 +51,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
                                                    record=rec)
     if comp is None:
         return Undo("none")
-    maybe = rec.status in (R.PENDING, R.IN_DOUBT)
+    maybe = uncertain(rec)
     key = step_key(run.key_prefix, rec.seq, "compensate")
     try:
         tool = run.tool(comp.tool)
@@ -65,7 +66,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         msg = str(e) if isinstance(e, CompensationMappingError) else (
             f"preparing {comp.tool} failed: {type(e).__name__}: {error_text(e)}")
         if maybe:
-            msg += " (the call may or may not have taken effect)"
+            msg += f" {UNCERTAIN_NOTE}"
         with run.lock:
             run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
         return Undo("failed", comp.tool, msg)
@@ -84,7 +85,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
                       rec.seq, None, True, False, None, now, now, "",
                       exact_copy(cargs, stored))
         run.log.append(crec)
-    return (yield from _call(run, rec, crec, comp, tool, cargs))
+    return (yield from _call(run, rec, crec, comp, tool, cargs, uncertain=maybe))
 
 
 def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dict[str, Any]:
@@ -107,10 +108,11 @@ def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dic
 
 
 def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
-          cargs: dict[str, Any]) -> Flow[Undo]:
+          cargs: dict[str, Any], *, uncertain: bool) -> Flow[Undo]:
     """Call the compensator until it succeeds or its retries are spent. Every failure is
     retried except one a declared rule calls permanent (the fallback for unknown errors does
-    not stop a compensation)."""
+    not stop a compensation). ``uncertain``: the action may not have happened (its dead
+    letter says so)."""
     engine = run.engine
     policy = comp.retry or engine.compensation_retry
     invoke = Invoke(tool.invoke, tool.ainvoke, cargs, True)
@@ -145,6 +147,8 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
                 raise
             continue
         msg = f"{comp.tool} failed after {tries} attempt(s): {error_text(got.error)}"
+        if uncertain:
+            msg += f" {UNCERTAIN_NOTE}"
         with run.lock:
             run.log.update(crec, status=R.FAILED, error=error_text(got.error), attempts=tries,
                            result=stored_copy(got.value, engine.max_value_chars))

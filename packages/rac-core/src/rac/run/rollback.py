@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rac.classify import ErrorKind
 from rac.dependencies import first_result_id
 from rac.effects import Flow
-from rac.lifecycle import in_scope, may_be_live, status_after_rollback
+from rac.lifecycle import in_scope, may_be_live, status_after_rollback, uncertain
 from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
@@ -172,7 +172,7 @@ def _report(run: Run, scope: str, reason: str, failure: Failure | None,
             in_doubt.append(item)
         elif st is R.COMPENSATION_FAILED:
             item.error = item.error or rec.error
-            if "may or may not have taken effect" in (rec.error or ""):
+            if uncertain(rec):
                 item.happened = "maybe"
                 item.error = _doubt_text(item.error, rec.note)
                 in_doubt.append(item)

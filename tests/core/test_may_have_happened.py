@@ -421,18 +421,23 @@ def test_settling_on_the_async_path(make_engine: Any, world: TravelWorld) -> Non
     assert [r.status for r in run.records()] == [rac.RecordStatus.COMPLETED]
 
 
-def test_the_report_says_why_a_call_may_have_happened_when_its_lookup_failed(
-        make_engine: Any, world: TravelWorld) -> None:
-    """The in-doubt line names both reasons: why it could not be undone (no booking id to
-    cancel) and why it may have happened (the lookup itself failed)."""
+def lookup_down(make_engine: Any, world: TravelWorld) -> rac.RAC:
+    """An engine whose flight bookings commit and then time out, and whose lookup of them
+    (``find_flights``) fails: a booking can be neither settled nor undone (no booking id)."""
     def find_flights(who: str) -> dict[str, Any]:
         """Live flights of a passenger (read-only); the service is down."""
         raise ConnectionError("lookup service returned 503")
 
     world.fail("book_flight", "timeout", phase="after")
-    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
-                         tools=[*world.tools(), find_flights],
-                         read_only=["find_flights", "search_flights", "get_weather"])
+    return make_engine(compensations=LOOKUP_COMPENSATIONS, tools=[*world.tools(), find_flights],
+                       read_only=["find_flights", "search_flights", "get_weather"])
+
+
+def test_the_report_says_why_a_call_may_have_happened_when_its_lookup_failed(
+        make_engine: Any, world: TravelWorld) -> None:
+    """The in-doubt line names both reasons: why it could not be undone (no booking id to
+    cancel) and why it may have happened (the lookup itself failed)."""
+    engine = lookup_down(make_engine, world)
     with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
         run.call("book_flight", **FLIGHT)
     text = str(failed.value)
@@ -447,14 +452,7 @@ def test_resume_still_says_a_call_may_have_happened_when_it_cannot_undo_it(
         make_engine: Any, world: TravelWorld) -> None:
     """A call in doubt whose undo failed stays "may have happened" through `rac resume`: a
     retried undo that fails again must not turn it into a call that surely happened."""
-    def find_flights(who: str) -> dict[str, Any]:
-        """Live flights of a passenger (read-only); the service is down."""
-        raise ConnectionError("lookup service returned 503")
-
-    world.fail("book_flight", "timeout", phase="after")
-    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
-                         tools=[*world.tools(), find_flights],
-                         read_only=["find_flights", "search_flights", "get_weather"])
+    engine = lookup_down(make_engine, world)
     with engine.run() as run, pytest.raises(rac.ToolCallFailed):
         run.call("book_flight", **FLIGHT)
 

@@ -465,6 +465,24 @@ def test_resume_still_says_a_call_may_have_happened_when_it_cannot_undo_it(
     assert len(world.live("flight")) == 1
 
 
+def test_the_doubt_is_read_from_the_end_of_a_dead_letters_error_old_wording_included(
+        ) -> None:
+    from rac.lifecycle import uncertain
+    from rac.models import Record, RecordKind, RecordStatus
+
+    def dead_letter(error: str) -> Record:
+        return Record("run-1", 1, "book_flight", RecordKind.ACTION,
+                      status=RecordStatus.COMPENSATION_FAILED, error=error)
+
+    assert uncertain(dead_letter("cancel_flight failed after 3 attempt(s): 503 "
+                                 "(the call may or may not have taken effect)"))
+    assert uncertain(dead_letter("cannot map argument 'booking_id' (the call is in doubt: it "
+                                 "may or may not have taken effect)"))  # logs of 0.1 betas
+    # A compensator's own error that quotes the words does not make a surely-made call uncertain.
+    assert not uncertain(dead_letter("cancel_flight failed: upstream said '(the call may or may "
+                                     "not have taken effect)' about another call"))
+
+
 def test_a_call_in_doubt_whose_compensator_fails_is_still_a_call_that_may_have_happened(
         make_engine: Any) -> None:
     held: list[str] = []

@@ -90,18 +90,21 @@ MAYBE_LIVE = frozenset({R.COMPLETED, R.COMPENSATING, R.COMPENSATION_FAILED, R.IN
 NEEDS_A_PERSON = frozenset({R.COMPENSATION_FAILED, R.IN_DOUBT})
 
 
-#: How the error of a dead-lettered action says the action itself may not have happened (an
-#: in-doubt call whose undo failed); logs of earlier versions carry the same words.
+#: How RAC ends the error of a dead-lettered action that may not have happened (an in-doubt
+#: call whose undo failed).
 UNCERTAIN_NOTE = "(the call may or may not have taken effect)"
+#: The endings of that error RAC has written, this version's first (earlier logs load too).
+UNCERTAIN_ENDINGS = (UNCERTAIN_NOTE, "(the call is in doubt: it may or may not have taken effect)")
 
 
 def uncertain(record: Record) -> bool:
     """True if ``record`` is an action that may or may not have happened: pending, in doubt, or
     the dead letter of one (its undo failed while it was in doubt, and every retry keeps
-    that)."""
+    that). The dead letter says so at the end of its error, where only RAC writes."""
     if record.status in (R.PENDING, R.IN_DOUBT):
         return True
-    return record.status is R.COMPENSATION_FAILED and UNCERTAIN_NOTE in (record.error or "")
+    return record.status is R.COMPENSATION_FAILED and (record.error or "").endswith(
+        UNCERTAIN_ENDINGS)
 
 
 def in_scope(record_scope: str, scope: str) -> bool:
@@ -150,5 +153,5 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
 
 
 __all__ = ["COMPENSATION_TRANSITIONS", "LifecycleError", "MAYBE_LIVE", "RECORD_TRANSITIONS",
-           "RUN_TRANSITIONS", "check_record", "check_run", "in_scope", "may_be_live",
-           "status_after_rollback"]
+           "RUN_TRANSITIONS", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "check_record",
+           "check_run", "in_scope", "may_be_live", "status_after_rollback", "uncertain"]

@@ -65,6 +65,7 @@ class Signals:
         self.flight_done = threading.Event()
         self.hotel_started = threading.Event()
         self.rollback_started = threading.Event()
+        self.ordered: bool | None = None
 
     @rac.hookimpl
     def rac_record_written(self, record: Record, previous: str | None) -> None:
@@ -74,9 +75,9 @@ class Signals:
             self.hotel_started.set()
 
     def car_may_fail(self, args: dict[str, Any]) -> None:
-        """Hold the car's failure until the flight is done and the hotel call has begun."""
-        self.flight_done.wait(10)
-        self.hotel_started.wait(10)
+        """Hold the car's failure until the flight is done and the hotel call has begun
+        (``ordered`` says whether both happened in time)."""
+        self.ordered = self.flight_done.wait(30) and self.hotel_started.wait(30)
 
     @rac.hookimpl
     def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
@@ -106,6 +107,7 @@ def test_parallel_calls_one_failing_compensates_done_and_still_running_ones() ->
 
     crew.kickoff()
 
+    assert signals.ordered, "the threads did not reach the order this test needs in 30 s"
     assert world.live() == []
     assert_compensated_once(world)
     assert "Still running, will be undone when it completes: book_hotel" in told(llm,

@@ -147,33 +147,45 @@ def test_hierarchical_crew_manager_delegates_and_coworker_rollback_spans_agents(
     assert actions == [("book_flight", "flights agent"), ("book_hotel", "hotels agent")]
 
 
-def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None:
-    world = TravelWorld()
-    signals = Signals()
-    # The hotel call is held by a CrewAI hook (before RAC sees it) until the car's failure has
-    # started the rollback: it begins after the rollback, so it must not run at all.
-    world.fail("book_car", "permanent", message="no cars")
-    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+class HeldHotelTrip:
+    """A crew of one agent whose model asks for [flight, hotel, car] in one turn (``later``:
+    its next answers). The car fails once the flight is done; the hotel call is held by a
+    CrewAI hook (before RAC sees it) until the car's failure has started the rollback, so it
+    begins after the rollback and must not run at all."""
 
-    def hold_hotel(context: Any) -> None:
+    def __init__(self, later: list[Any]) -> None:
+        self.world = TravelWorld()
+        self.signals = Signals()
+        self.world.fail("book_car", "permanent", message="no cars")
+        self.world.on_call("book_car", lambda args: self.signals.flight_done.wait(10))
+        self.llm = ScriptedLLM([
+            [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
+                                                                         "city": "PAR"})],
+            *later])
+        self.agent = Agent(role="travel agent", goal="g", backstory="b", llm=self.llm,
+                           tools=world_tools(self.world))
+        self.crew = Crew(agents=[self.agent], tasks=[Task(description="trip",
+                                                          expected_output="x",
+                                                          agent=self.agent)])
+        self.eng = engine(plugins=[self.signals])
+        enable_rac(self.crew, self.eng)
+
+    def hold_hotel(self, context: Any) -> None:
         if context.tool_name == "book_hotel":
-            assert signals.rollback_started.wait(10), "the rollback never started"
+            assert self.signals.rollback_started.wait(10), "the rollback never started"
 
-    llm = ScriptedLLM([
-        [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
-                                                                     "city": "PAR"})],
-        [("book_hotel", HOTEL)],  # the next turn is a new batch: it runs
-        "the hotel alone is booked",
-    ])
-    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
-                  tools=world_tools(world))
-    crew = Crew(agents=[agent], tasks=[Task(description="trip", expected_output="x",
-                                            agent=agent)])
-    eng = engine(plugins=[signals])
-    enable_rac(crew, eng)
+    def holding(self) -> Any:
+        """The scope in which CrewAI holds the hotel call."""
+        return scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [self.hold_hotel]})
 
-    with scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [hold_hotel]}):
-        crew.kickoff()
+
+def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None:
+    trip = HeldHotelTrip([[("book_hotel", HOTEL)],  # the next turn is a new batch: it runs
+                          "the hotel alone is booked"])
+    world, llm = trip.world, trip.llm
+
+    with trip.holding():
+        trip.crew.kickoff()
 
     assert world.calls["book_hotel"] == 1  # only the next turn's
     assert [b["kind"] for b in world.live()] == ["hotel"]
@@ -186,31 +198,13 @@ def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None
 
 def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started() -> None:
     # The agent of an enabled crew, used on its own: its kickoff's parallel calls are one
-    # batch too (the hotel call, held by a CrewAI hook until the car's failure started the
-    # rollback, is refused rather than run and undone).
-    world = TravelWorld()
-    signals = Signals()
-    world.fail("book_car", "permanent", message="no cars")
-    world.on_call("book_car", lambda args: signals.flight_done.wait(10))
+    # batch too (the hotel call, held until the car's failure started the rollback, is
+    # refused rather than run and undone).
+    trip = HeldHotelTrip(["nothing booked"])
+    world, llm, eng = trip.world, trip.llm, trip.eng
 
-    def hold_hotel(context: Any) -> None:
-        if context.tool_name == "book_hotel":
-            assert signals.rollback_started.wait(10), "the rollback never started"
-
-    llm = ScriptedLLM([
-        [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
-                                                                     "city": "PAR"})],
-        "nothing booked",
-    ])
-    agent = Agent(role="travel agent", goal="g", backstory="b", llm=llm,
-                  tools=world_tools(world))
-    crew = Crew(agents=[agent], tasks=[Task(description="trip", expected_output="x",
-                                            agent=agent)])
-    eng = engine(plugins=[signals])
-    enable_rac(crew, eng)
-
-    with scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [hold_hotel]}):
-        agent.kickoff("Book ann's trip to Paris")
+    with trip.holding():
+        trip.agent.kickoff("Book ann's trip to Paris")
 
     assert world.calls.get("book_hotel", 0) == 0
     assert world.live() == []

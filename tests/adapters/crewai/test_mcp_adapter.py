@@ -76,16 +76,28 @@ def trip_crew(tools: list[BaseTool], script: list[Any]) -> tuple[Crew, ScriptedL
 
 
 TRIP = [[("book_flight", FLIGHT)], [("book_hotel", HOTEL)], "No hotel; sorry."]
+#: Two attempts, no wait: a call that cannot reach its server gives up quickly.
+TWO_TRIES = rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0)
 
 
-def enabled_trip(tools: list[BaseTool], script: list[Any] = TRIP, **enable: Any
-                 ) -> tuple[Crew, ScriptedLLM, rac.RAC]:
-    """A one-task crew of ``tools`` under RAC (``enable``: keywords of ``enable_rac``), with
-    the model that plays ``script`` and its engine."""
+def enabled_trip(tools: list[BaseTool], script: list[Any] = TRIP, *,
+                 eng: rac.RAC | None = None, **enable: Any) -> tuple[Crew, ScriptedLLM, rac.RAC]:
+    """A one-task crew of ``tools`` under RAC (``eng``, else a new engine; ``enable``:
+    keywords of ``enable_rac``), with the model that plays ``script`` and its engine."""
     crew, llm = trip_crew(tools, script)
-    eng = engine()
+    eng = eng or engine()
     enable_rac(crew, eng, **enable)
     return crew, llm, eng
+
+
+def assert_flight_named_live(world: Path, llm: ScriptedLLM, eng: rac.RAC) -> str:
+    """The flight is booked, and the agent was told it may have happened, never that the
+    world is back; the run needs a person. Returns what the agent was told."""
+    assert ledger(world) == [("book_flight", "book")]
+    [report] = told(llm, "book_flight")
+    assert "book_flight (MAY HAVE HAPPENED" in report and "world is back" not in report
+    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+    return report
 
 
 @pytest.fixture
@@ -170,11 +182,7 @@ def test_a_hung_server_leaves_the_booking_named_as_possibly_live(world: Path) ->
 
         crew.kickoff()
 
-    assert ledger(world) == [("book_flight", "book")]
-    [report] = told(llm, "book_flight")
-    assert "ambiguous" in report and "book_flight (MAY HAVE HAPPENED" in report
-    assert "world is back" not in report
-    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+    assert "ambiguous" in assert_flight_named_live(world, llm, eng)
 
 
 @pytest.mark.parametrize("trusted", ["no", "params", "adapter", "name"])
@@ -367,17 +375,12 @@ def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path,
     once = StdioServerParameters(command=sys.executable, args=[
         str(wrapper), "--world", str(world), "--fail", "book_flight=crash@afterx1"])
     with MCPServerAdapter(once, connect_timeout=3) as tools:
-        crew, llm = trip_crew(list(tools), [[("book_flight", FLIGHT)], "Stopped."])
-        eng = engine(retry=rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0))
-        enable_rac(crew, eng)
+        crew, llm, eng = enabled_trip(list(tools), [[("book_flight", FLIGHT)], "Stopped."],
+                                      eng=engine(retry=TWO_TRIES))
 
         crew.kickoff()
 
-    assert ledger(world) == [("book_flight", "book")]
-    [report] = told(llm, "book_flight")
-    assert "book_flight (MAY HAVE HAPPENED" in report and "could not connect again" in report
-    assert "world is back" not in report
-    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+    assert "could not connect again" in assert_flight_named_live(world, llm, eng)
 
 
 def test_after_the_adapter_stopped_calls_reach_the_server_on_connections_of_their_own(
@@ -444,13 +447,9 @@ def test_an_http_server_that_dies_leaves_the_booking_named(world: Path) -> None:
     # it, and the flight it may have booked is named as possibly live.
     with http_server(world, "book_flight=crash@afterx1") as spec, \
             MCPServerAdapter(spec) as tools:
-        crew, llm = trip_crew(list(tools), [[("book_flight", FLIGHT)], "Stopped."])
-        eng = engine(retry=rac.RetryPolicy(max_attempts=2, initial_delay=0, jitter=0))
-        enable_rac(crew, eng, mcp_timeout=2)
+        crew, llm, eng = enabled_trip(list(tools), [[("book_flight", FLIGHT)], "Stopped."],
+                                      eng=engine(retry=TWO_TRIES), mcp_timeout=2)
 
         crew.kickoff()
 
-    assert ledger(world) == [("book_flight", "book")]
-    [report] = told(llm, "book_flight")
-    assert "book_flight (MAY HAVE HAPPENED" in report and "world is back" not in report
-    assert only_run(eng).status is RunStatus.NEEDS_ATTENTION
+    assert_flight_named_live(world, llm, eng)

@@ -24,7 +24,7 @@ from rac.events import emit
 
 _FIRST_RESULT = ("rac_resolve_compensation", "rac_map_compensation_args", "rac_classify_error",
                  "rac_detect_result_error", "rac_normalize_result", "rac_approve_compensation",
-                 "rac_approve_action", "rac_render_report", "rac_adapt_tool")
+                 "rac_approve_action", "rac_render_report", "rac_adapt_tool", "rac_inject_fault")
 _NOTIFY = ("rac_record_written", "rac_run_status_changed", "rac_rollback_started",
            "rac_rollback_finished")
 
@@ -57,10 +57,12 @@ class Hooks:
         self._impls = impls
         #: True while the call path's hooks are answered by the default plugins alone (no
         #: normalizer, the registry resolves compensations, structured result errors, no
-        #: record listener): :mod:`rac.run.fast` may then decide what they would.
+        #: record listener, no fault injector): :mod:`rac.run.fast` may then decide what they
+        #: would.
         self.defaults_only = (
             not impls.get("rac_normalize_result")
             and impls.get("rac_record_written") == []
+            and impls.get("rac_inject_fault") == []
             and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
             and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
 

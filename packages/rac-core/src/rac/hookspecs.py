@@ -171,6 +171,28 @@ def rac_approve_compensation(
 
 
 @hookspec(firstresult=True)
+def rac_inject_fault(record: Record, args: dict[str, Any], phase: str,
+                     result: Any) -> BaseException | None:
+    """Make one attempt of a tool call or a compensation fail on purpose (fault injection:
+    ``rac.testing.prove`` and chaos tests use it; production engines have no implementation).
+
+    :param record: a copy of the record the attempt belongs to: an ``action`` (a tool call the
+        agent made) or a ``compensation``; ``record.attempts`` is the attempt's number.
+    :param args: the arguments the tool is called with (do not change them).
+    :param phase: ``"before"``, asked before the tool is called, or ``"after"``, asked once it
+        returned (its effect happened).
+    :param result: None before; the tool's raw result after.
+    :return: an exception to end the attempt with (``"before"``: the tool is not called, as if
+        the request never left; ``"after"``: the result is dropped, as if the answer was lost
+        after the tool committed), or None to let the attempt be.
+
+    First result. Called twice per attempt of every action and compensation, only while some
+    plugin implements it (an engine without one pays nothing). A plugin may also end the
+    process here (a crash after the effect). A plugin that raises: no answer.
+    """
+
+
+@hookspec(firstresult=True)
 def rac_render_report(report: RecoveryReport) -> str | None:
     """Render the recovery report the agent receives after an unrecoverable failure.
 

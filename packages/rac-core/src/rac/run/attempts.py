@@ -12,6 +12,7 @@ from rac.effects import Flow, Invoke
 
 if TYPE_CHECKING:
     from rac.engine import RAC
+    from rac.models import Record
 
 
 @dataclass(slots=True)
@@ -47,9 +48,30 @@ def classify(engine: RAC, tool: str, error: BaseException) -> Classification:
     return Classification(ErrorKind.PERMANENT, reason="no classifier answered", fallback=True)
 
 
-def attempt(engine: RAC, tool: str, invoke: Invoke) -> Flow[Attempt]:
-    """Make one attempt through the driver and read it."""
+def attempt(engine: RAC, tool: str, invoke: Invoke,
+            record: Record | None = None) -> Flow[Attempt]:
+    """Make one attempt through the driver and read it. ``record`` is the action or
+    compensation the attempt belongs to (what a fault injector is told, see
+    ``rac_inject_fault``)."""
+    injecting = record is not None and engine.hooks.listened("rac_inject_fault")
+    if injecting:
+        fault = _fault(engine, record, invoke, "before", None)
+        if fault is not None:
+            return Attempt(False, None, None, fault, classify(engine, tool, fault))
     ok, raw = yield invoke
+    if injecting and ok:
+        fault = _fault(engine, record, invoke, "after", raw)
+        if fault is not None:
+            return Attempt(False, None, None, fault, classify(engine, tool, fault))
     if ok:
         return read_result(engine, tool, raw)
     return Attempt(False, None, None, raw, classify(engine, tool, raw))
+
+
+def _fault(engine: RAC, record: Record | None, invoke: Invoke, phase: str,
+           result: Any) -> BaseException | None:
+    """The exception a fault injector ends this attempt with, or None."""
+    assert record is not None
+    fault = engine.hooks.first("rac_inject_fault", record=record.copy(),
+                               args=dict(invoke.args), phase=phase, result=result)
+    return fault if isinstance(fault, BaseException) else None

@@ -310,7 +310,7 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
         if made is not None:
             got, made = made, None
         else:
-            got = yield from attempt(engine, tool, call)
+            got = yield from attempt(engine, tool, call, rec)
         if got.ok:
             return Performed("ok", got)
         cls = got.classification

@@ -123,7 +123,7 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
             with run.lock:
                 run.log.update(crec, attempts=tries)
         try:
-            got = yield from attempt(engine, comp.tool, invoke)
+            got = yield from attempt(engine, comp.tool, invoke, crec)
         except BaseException as e:
             run.interrupted(crec, e)
             raise

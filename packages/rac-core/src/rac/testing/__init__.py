@@ -1,6 +1,7 @@
 """Helpers for testing RAC and RAC adapters: a virtual clock, a travel world with real state and
-fault injection, assertions on what the world holds, the store conformance suite
-(:mod:`rac.testing.conformance`) and the adapter conformance suite
+fault injection, assertions on what the world holds, :func:`prove` (inject a failure at every
+step of your own scenario and check your own world, see :mod:`rac.testing.proof`), the store
+conformance suite (:mod:`rac.testing.conformance`) and the adapter conformance suite
 (:class:`AdapterConformance`, from :mod:`rac.testing.adapters`); both suites need pytest and
 are loaded on first use."""
 
@@ -15,13 +16,14 @@ from rac.testing.assertions import (
 )
 from rac.testing.clock import VirtualClock
 from rac.testing.lifecycle import LifecycleStore
+from rac.testing.proof import Proof, ProveError, Prover, prove
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, Fault, TravelWorld
 
 __all__ = [
     "AdapterConformance", "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault",
-    "LifecycleStore", "TravelWorld", "VirtualClock",
+    "LifecycleStore", "Proof", "ProveError", "Prover", "TravelWorld", "VirtualClock",
     "assert_compensated_once", "assert_no_live_effects", "assert_rollback_order", "statuses",
-    "summary",
+    "prove", "summary",
 ]
 
 if TYPE_CHECKING:

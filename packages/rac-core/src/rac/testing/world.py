@@ -299,6 +299,17 @@ class TravelWorld:
             return [tuple(r) for r in self._db.execute(
                 "SELECT tool, booking_id, event FROM ledger ORDER BY n").fetchall()]
 
+    def reset(self) -> None:
+        """Forget every booking and ledger entry (faults and hooks stay), so that a scenario
+        can run again from an empty world (``rac.testing.prove(setup=world.reset)``)."""
+        with self._lock:
+            self._db.execute("DELETE FROM bookings")
+            self._db.execute("DELETE FROM ledger")
+            self.calls.clear()
+            for faults in self.faults.values():
+                for fault in faults:
+                    fault.hits = fault.seen = 0
+
     def close(self) -> None:
         """Close the world's database."""
         self._db.close()

@@ -21,7 +21,7 @@ from crewai.tools import BaseTool, tool
 from pydantic import Field
 
 import rac
-from rac.testing.adapters import Step, Told, TurnResult
+from rac.testing.turns import Step, Told, TurnResult
 from rac.testing.world import TravelWorld
 from rac_crewai.enable import enable_rac
 

@@ -25,7 +25,7 @@ from langgraph.errors import GraphInterrupt
 from pydantic import Field
 
 import rac
-from rac.testing.adapters import Step, Told, TurnResult
+from rac.testing.turns import Step, Told, TurnResult
 from rac.testing.world import TravelWorld
 from rac_langgraph.middleware import RACMiddleware
 

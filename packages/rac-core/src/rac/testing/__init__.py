@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "AdapterConformance":  # needs pytest: imported only when asked for
-        from rac.testing.adapters import AdapterConformance
-
+        try:
+            from rac.testing.adapters import AdapterConformance
+        except ImportError as e:
+            raise ImportError(f"rac.testing.AdapterConformance needs pytest: pip install "
+                              f"'rac-core[testing]' ({e})") from e
         return AdapterConformance
     raise AttributeError(f"module 'rac.testing' has no attribute {name!r}")

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,40 +37,12 @@ from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.retry import RetryPolicy
 from rac.testing.assertions import assert_compensated_once, assert_no_live_effects
 from rac.testing.clock import VirtualClock
+from rac.testing.turns import Call, Step, TurnResult
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
 
-#: One tool call of a scripted model turn: (tool name, arguments).
-Call = tuple[str, dict[str, Any]]
-#: One model turn of a script: tool calls (several: parallel calls of one turn), or the final
-#: answer text.
-Step = list[Call] | str
 #: How long a gated parallel call waits for its sibling before the test fails (a safety net
 #: against a hang; the events normally fire at once, so no test waits this long).
 WAIT = 10.0
-
-
-@dataclass
-class Told:
-    """One tool result the model received: the tool the model called (an alternative may have
-    answered), its text, and whether the framework marked it an error (None when the
-    framework has no such mark)."""
-
-    tool: str
-    content: str
-    error: bool | None = None
-
-
-@dataclass
-class TurnResult:
-    """What a scripted turn left: every tool result the model received, in order (one per tool
-    call), and the model's final answer."""
-
-    told: list[Told] = field(default_factory=list)
-    final: str | None = None
-
-    def of(self, tool: str) -> list[str]:
-        """The texts the model received for calls of ``tool``, in order."""
-        return [t.content for t in self.told if t.tool == tool]
 
 
 @runtime_checkable

@@ -59,6 +59,8 @@ def make_setup(scenario: Scenario, fault_class: FaultClass, seed: int,
         raise ValueError(f"unknown world variant {variant!r}: use 'plain' or 'keyed'")
     clock = VirtualClock()
     world = scenario.make_world(clock)
+    if fault_class.prepare is not None:
+        fault_class.prepare(scenario, world)
     keyed = world.keyed_tools if variant == "keyed" else frozenset()
     layer = FaultLayer(fault_class.rules(scenario, world), seed=seed, scenario=scenario.key,
                        clock=clock, keyed=frozenset(keyed))

@@ -11,6 +11,7 @@ redirected to the virtual clock.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,8 +35,11 @@ from benchmarks.worlds.base import CompSpec, World
 logging.getLogger("react_agent_compensation").setLevel(logging.CRITICAL)
 
 ROLLBACK_MARK = "[COMPENSATION TRIGGERED]"
-#: LangChain argument schemas per (world, tool): the same for every run, built once
-_SCHEMAS: dict[tuple[str, str], Any] = {}
+#: LangChain argument schemas per (world, tool, signature), built once per process. The
+#: signature is part of the key: in the ``keyed`` variant a tool takes an ``idempotency_key``
+#: and in ``plain`` it does not, and a schema cached from one variant and used in the other
+#: made a run's outcome depend on which cell the worker process had run first.
+_SCHEMAS: dict[tuple[str, str, str], Any] = {}
 
 
 @contextlib.contextmanager
@@ -52,8 +56,22 @@ def virtual_sleep(clock: VirtualClock) -> Iterator[None]:
         recovery_manager.time = real  # type: ignore[assignment]
 
 
+#: what an exact state mapper returns when the field it needs is missing: an argument no
+#: compensating tool takes, so the compensation fails, naming what was missing
+MISSING = "missing_argument"
+
+
 def _mapper(spec: CompSpec) -> Any:
-    return lambda result, params: spec.build(params, result)
+    """The exact state mapper for ``spec``. The reference takes a mapper that raises as "try
+    the next strategy" and falls back to guessing the arguments from the result (the first
+    id-like field, or the whole result); a careful user who maps exactly does not want a guess,
+    so a mapper that cannot build the arguments returns ones the compensator refuses."""
+    def mapper(result: Any, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return spec.build(params, result)
+        except (KeyError, TypeError, IndexError) as e:
+            return {MISSING: f"{spec.tool}: no {e} in {result!r}"}
+    return mapper
 
 
 def build_middleware(world: World, tools: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -68,7 +86,7 @@ def build_middleware(world: World, tools: dict[str, Any]) -> tuple[Any, dict[str
 
     lc_tools = []
     for name, fn in tools.items():
-        key = (type(world).__name__, name)
+        key = (type(world).__name__, name, str(inspect.signature(fn)))
         if key not in _SCHEMAS:
             _SCHEMAS[key] = StructuredTool.from_function(func=fn, name=name,
                                                          description=name).args_schema

@@ -45,6 +45,11 @@ def summarise(rows: list[Row],
         "residual_rate": round(residual / n, 4) if n else 0.0,
         "residual_ci95": [round(lo, 4), round(hi, 4)],
         "silent_residual_runs": sum(1 for r in rows if r["silent_residual"]),
+        "totals_off_runs": sum(1 for r in rows if r["totals_off"]),
+        "double_undo_runs": sum(1 for r in rows if r["double_undo"]),
+        # the cost of caution: the run named something as possibly live, and nothing was
+        "named_nothing_live_runs": sum(1 for r in rows if r["status"] == ATTENTION
+                                       and r["outcome"] != "residual"),
         "false_clean_runs": false_clean,
         "false_clean_rate": round(false_clean / n, 4) if n else 0.0,
         "false_clean_ci95": [round(flo, 4), round(fhi, 4)],
@@ -77,6 +82,7 @@ def summarise(rows: list[Row],
 
 #: the counts kept per (world, fault class, variant)
 CELL_KEYS = ("runs", "residual_runs", "silent_residual_runs", "false_clean_runs",
+             "totals_off_runs", "double_undo_runs", "named_nothing_live_runs",
              "equivalent_clean_runs", "clean_runs", "compensated_runs",
              "needed_compensation_runs", "compensations", "unundoable_runs",
              "ledger_diff_disagreements", "policy_steps", "goal_completion")
@@ -99,29 +105,43 @@ def live_by_tool(rows: list[Row]) -> dict[str, dict[str, int]]:
     return {w: dict(sorted(t.items())) for w, t in sorted(out.items())}
 
 
+def _headline(rows: list[Row], baseline: dict[tuple[str, str, str, int], Row]) -> dict[str, Any]:
+    s = summarise(rows, baseline)
+    heavy = [r for r in rows if r["cls"] in FAULT_HEAVY]
+    s["policy_steps_fault_heavy"] = round(mean([r["policy_steps"] for r in heavy]), 3)
+    return s
+
+
 def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
-    """``approaches``, ``by_class``, ``by_world`` and the examples of violations."""
+    """``approaches`` (the headline: the ``plain`` variant, where no tool dedupes a repeat),
+    ``approaches_keyed`` (the same over the ``keyed`` variant's cells), ``by_class`` and
+    ``by_world`` (plain), ``by_variant``, every cell, and examples of violations."""
     baseline = _clean_baseline(rows)
+    keyed = [r for r in rows if r["variant"] == "keyed"]
+    rows_all, rows = rows, [r for r in rows if r["variant"] == "plain"]
     by_app: dict[str, list[Row]] = defaultdict(list)
     by_cls: dict[tuple[str, str], list[Row]] = defaultdict(list)
     by_world: dict[tuple[str, str], list[Row]] = defaultdict(list)
     by_variant: dict[tuple[str, str], list[Row]] = defaultdict(list)
     by_cell: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    by_keyed: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         by_app[r["approach"]].append(r)
         by_cls[(r["approach"], r["cls"])].append(r)
         by_world[(r["approach"], r["world"])].append(r)
+    for r in keyed:
+        by_keyed[r["approach"]].append(r)
+    for r in rows_all:
         by_variant[(r["approach"], r["variant"])].append(r)
         by_cell[(r["approach"], f"{r['world']}/{r['cls']}/{r['variant']}")].append(r)
     names = [a for a in approach_order if a in by_app]
-    out: dict[str, Any] = {"approaches": {}, "by_class": {}, "by_world": {}, "by_variant": {},
-                           "by_world_class_variant": {}, "live_by_tool": {}, "examples": {},
-                           "false_clean_examples": {}}
+    out: dict[str, Any] = {"approaches": {}, "approaches_keyed": {}, "by_class": {},
+                           "by_world": {}, "by_variant": {}, "by_world_class_variant": {},
+                           "live_by_tool": {}, "examples": {}, "false_clean_examples": {}}
     for a in names:
-        s = summarise(by_app[a], baseline)
-        heavy = [r for r in by_app[a] if r["cls"] in FAULT_HEAVY]
-        s["policy_steps_fault_heavy"] = round(mean([r["policy_steps"] for r in heavy]), 3)
-        out["approaches"][a] = s
+        if by_keyed.get(a):
+            out["approaches_keyed"][a] = _headline(by_keyed[a], baseline)
+        out["approaches"][a] = _headline(by_app[a], baseline)
         out["by_class"][a] = {c: summarise(v, baseline) for (ap, c), v in by_cls.items()
                               if ap == a}
         out["by_world"][a] = {w: summarise(v, baseline) for (ap, w), v in by_world.items()
@@ -134,7 +154,8 @@ def aggregate(rows: list[Row], approach_order: list[str]) -> dict[str, Any]:
         out["live_by_tool"][a] = live_by_tool(by_app[a])
         out["false_clean_examples"][a] = [
             f"{r['scenario']} [{r['cls']}/{r['variant']}] seed {r['seed']}: live "
-            + ", ".join(r["live"]) for r in by_app[a] if r["false_clean"]][:3]
+            + ", ".join(r["live"]) for r in rows_all if r["approach"] == a
+            and r["false_clean"]][:3]
         ex: dict[str, str] = {}
         for r in by_app[a]:
             for k, msg in r["violations"].items():

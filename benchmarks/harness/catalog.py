@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from benchmarks.approaches.agent_saga import AgentSaga
 from benchmarks.approaches.base import Approach
 from benchmarks.approaches.baselines import NoRecovery, PromptedRecovery
 from benchmarks.approaches.rac_engine import RACApproach
@@ -40,7 +41,8 @@ def approaches() -> dict[str, Approach]:
     # (RAC under a forgetful model is not listed: RAC's policy never undoes from memory, so it
     # behaved exactly as rac-memory)
     items += [SagaPlanning(), RACApproach("memory"), RACApproach("sqlite"),
-              RACApproach("memory", lookups=True), Reference()]
+              RACApproach("memory", lookups=True), Reference(), AgentSaga(retry_all=True),
+              AgentSaga(retry_all=False)]
     return {a.name: a for a in items}
 
 

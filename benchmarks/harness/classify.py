@@ -11,10 +11,21 @@ Every run gets exactly one ``outcome``:
 - ``residual``: some effect of the run is still live (an extra or duplicate booking, a booking of
   an aborted run, money paid out twice).
 
-and two flags on residual runs: ``silent_residual`` (a live effect that the run's reports to the
-agent and its status do not name: the status is not ``needs_attention``, or no report names the
-effect's tool or id) and ``false_clean`` (the run says it is compensated, or the agent was
-told a step was undone, while an effect of it is live: the worst outcome a safety net can have).
+and flags on residual runs:
+
+- ``false_clean``: the run says it is compensated, or the agent was told a step was undone,
+  while an effect of it is live, or an undo was made twice (a refund paid out again): the worst
+  outcome a safety net can have;
+- ``silent_residual``: a live effect that a report could name (it has a tool and an id) and
+  that the run's reports and status do not name (the status is not ``needs_attention``, or no
+  report names the effect's tool or id);
+- ``totals_off``: money or stock that does not add up (a conservation check). No report can
+  name a total, so this is counted in a column of its own, never as silent.
+
+When the goal is met with more effects than it keeps, which of them are the extra ones is a
+choice: the effects the run's reports name are taken as the extra ones first (an in-doubt
+booking RAC named, after which the goal was reached another way), then the newest. The goal's
+own effects are never counted as silent because a named extra came before them.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from benchmarks.approaches.base import ATTENTION
 if TYPE_CHECKING:
     from benchmarks.approaches.base import Episode
     from benchmarks.harness.invariants import Verdict
+    from benchmarks.worlds.base import World
 
 OUTCOMES = ("clean", "equivalent_clean", "residual")
 
@@ -54,6 +66,47 @@ class Judgement:
     unundoable: list[str] = field(default_factory=list)
     #: disagreements between the world's ledger and its state (a DB diff), if it keeps both
     disagreements: list[str] = field(default_factory=list)
+    #: groups of live effects of which ``n`` are extra, but not which ones (duplicates of one
+    #: request; the effects of a met goal beyond what it keeps): see :func:`pick_extras`
+    surplus: list[tuple[list[Live], int]] = field(default_factory=list)
+
+
+def goal_split(live: list[tuple[str, Live]], goal: bool,
+               expected: int) -> tuple[list[Live], list[tuple[list[Live], int]]]:
+    """Live effects (each with the key of the request that made it, in call order) as
+    (effects live for sure, surplus groups): with the goal met, every request's repeats are
+    one group (all but one of them extra) and, past ``expected``, the first effects of the
+    requests are another; without it, everything live is left behind."""
+    if not goal:
+        return [item for _, item in live], []
+    by_key: dict[str, list[Live]] = {}
+    for key, item in live:
+        by_key.setdefault(key, []).append(item)
+    groups = [(items, len(items) - 1) for items in by_key.values() if len(items) > 1]
+    kept = [items[0] for items in by_key.values()]
+    if len(kept) > expected:
+        groups.append((kept, len(kept) - expected))
+    return [], groups
+
+
+def pick_extras(group: list[Live], n: int, report: str) -> list[Live]:
+    """The ``n`` effects of ``group`` taken as the extra ones: those ``report`` names first,
+    then the newest."""
+    named = [x for x in group if _named(report, x)]
+    rest = [x for x in reversed(group) if x not in named]
+    return (named + rest)[:n]
+
+
+def double_undos(world: World) -> list[Live]:
+    """Effects undone more than once (a second cancel that went through, a refund paid out
+    again), each as a live item of the compensator that did it."""
+    out = []
+    for e in world.ledger.effects.values():
+        if e.undo_count > 1:
+            spec = world.compensations.get(e.tool)
+            tool = spec.tool if spec is not None else e.tool
+            out.append(Live(f"{e.eid} undone {e.undo_count} times", tool, e.call_no))
+    return out
 
 
 @dataclass
@@ -63,6 +116,8 @@ class RunClass:
     outcome: str
     silent_residual: bool
     false_clean: bool
+    totals_off: bool
+    double_undo: bool
     compensations: int
     needed_compensation: bool
     live: list[str]
@@ -76,36 +131,26 @@ class RunClass:
 
 
 def ledger_judgement(ep: Episode, goal: bool) -> Judgement:
-    """The judgement of a ledger world: extra live effects (duplicates first) when the goal is
-    met, every live effect otherwise, plus money or stock that does not add up."""
+    """The judgement of a ledger world: what is live of the run (with the goal met, only what
+    goes beyond it), undos made twice, and money or stock that does not add up."""
     world, scenario = ep.setup.world, ep.setup.scenario
     ledger = world.ledger
-    live = ledger.live_effects()
-    left: list[Live] = []
-    if goal:
-        seen: set[str] = set()
-        kept = []
-        for eff in live:
-            if eff.key in seen:
-                left.append(Live(eff.eid, eff.tool, eff.call_no))
-            else:
-                seen.add(eff.key)
-                kept.append(eff)
-        extra = len(kept) - scenario.expected_live()
-        if extra > 0:
-            left += [Live(e.eid, e.tool, e.call_no) for e in kept[-extra:]]
-    else:
-        left = [Live(e.eid, e.tool, e.call_no) for e in live]
-    left += [Live(f"I5: {msg}", "conservation") for msg in world.conservation_errors()]
+    sure, surplus = goal_split([(e.key, Live(e.eid, e.tool, e.call_no))
+                                for e in ledger.live_effects()], goal, scenario.expected_live())
+    sure += [Live(f"I5: {msg}", CONSERVATION) for msg in world.conservation_errors()]
     created = ledger.created_in_run()
     undone = sum(e.undo_count for e in created)
     kept_n = scenario.expected_live() if goal else 0
-    needed = len(created) > kept_n or bool(left)
-    return Judgement(left, undone, needed)
+    needed = len(created) > kept_n or bool(sure) or bool(surplus)
+    return Judgement(sure, undone, needed, surplus=surplus)
+
+
+#: the tool of a live item that is a total (money, stock), not an effect a report could name
+CONSERVATION = "conservation"
 
 
 def _named(report: str, item: Live) -> bool:
-    return item.eid in report or (item.tool != "conservation" and item.tool in report)
+    return item.eid in report or (item.tool != CONSERVATION and item.tool in report)
 
 
 def classify(ep: Episode, verdict: Verdict) -> RunClass:
@@ -114,7 +159,10 @@ def classify(ep: Episode, verdict: Verdict) -> RunClass:
     judgement = world.judge(ep) if hasattr(world, "judge") else None
     if judgement is None:
         judgement = ledger_judgement(ep, verdict.goal_met)
-    live = judgement.live
+    twice = double_undos(world)
+    live = list(judgement.live) + twice
+    for group, n in judgement.surplus:
+        live += pick_extras(group, n, result.report)
     if live:
         outcome = "residual"
     elif judgement.compensations or judgement.needed_compensation:
@@ -122,10 +170,13 @@ def classify(ep: Episode, verdict: Verdict) -> RunClass:
     else:
         outcome = "clean"
     named_status = result.status == ATTENTION and not result.claims_clean
-    silent = bool(live) and not (named_status and all(_named(result.report, x) for x in live))
+    effects = [x for x in live if x.tool != CONSERVATION]
+    silent = bool(effects) and not (named_status and all(_named(result.report, x)
+                                                         for x in effects))
     told = result.claimed_undone
     false_clean = bool(live) and (result.claims_clean
                                   or any(x.call_no and x.call_no in told for x in live))
-    return RunClass(outcome, silent, false_clean, judgement.compensations,
-                    judgement.needed_compensation, [f"{x.eid} ({x.tool})" for x in live],
-                    list(judgement.unundoable), list(judgement.disagreements))
+    return RunClass(outcome, silent, false_clean, len(effects) < len(live), bool(twice),
+                    judgement.compensations, judgement.needed_compensation,
+                    [f"{x.eid} ({x.tool})" for x in live], list(judgement.unundoable),
+                    list(judgement.disagreements))

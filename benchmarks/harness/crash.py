@@ -60,14 +60,14 @@ from rac.demo.crash import CRASH_EXIT_CODE, CrashPlugin
 CASES: list[tuple[str, str, str, int, int]] = [
     ("travel/trip_budget", "clean", "keyed", 0, 1),
     ("travel/trip_budget", "unsolvable", "keyed", 1, 1),
-    ("travel/trip_budget", "comp_transient", "keyed", 1, 4),
-    ("travel/trip_budget", "transient", "keyed", 1, 4),
+    ("travel/trip_budget", "comp_transient", "keyed", 0, 4),
+    ("travel/trip_budget", "transient", "keyed", 0, 4),
     ("travel/group_of_3", "unsolvable", "keyed", 0, 1),
     # no tool takes a key: an in-doubt call cannot be looked up after the crash
-    ("travel/trip_budget", "unsolvable", "plain", 1, 1),
+    ("travel/trip_budget", "unsolvable", "plain", 0, 1),
     ("travel/group_of_3", "unsolvable", "plain", 1, 1),
     # the real tau2 airline domain: no key; recovery without and with the booking's lookup
-    ("tau2_airline/three_passengers", "unsolvable", "plain", 1, 1),
+    ("tau2_airline/three_passengers", "unsolvable", "plain", 0, 1),
     ("tau2_airline/three_passengers", "unsolvable", "lookup", 1, 1),
 ]
 #: crash-case variants: the world variants, and ``lookup`` (``plain`` with lookups declared)

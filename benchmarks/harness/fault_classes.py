@@ -10,6 +10,18 @@ Every error is what a real tool raises (see :mod:`benchmarks.harness.errors`).
   a 504, on the first attempt of the logical call only.
 - ``ambiguous_every``: the same, on every attempt of the logical calls it hits (drawn once per
   call): each retry commits again.
+- ``mid_response``: the effect commits, then the response is lost and the client library raises
+  its own exception (httpx ``ReadError``, requests ``ChunkedEncodingError``, urllib3
+  ``ProtocolError``, ``ssl.SSLEOFError``, aiohttp ``ClientPayloadError``, gRPC
+  ``DEADLINE_EXCEEDED``, psycopg "server closed the connection", anyio
+  ``BrokenResourceError``), first attempt of the logical call.
+- ``error_after_write``: the server writes, then answers an error: a ``ValueError`` in the
+  tool's words, an HTTP 500, or a normal return of ``{"error": ...}`` (first attempt).
+- ``holds_matching``: the passenger already holds a booking that matches the call's arguments
+  (made before the run, the same day); the first attempt of a booking times out, before the
+  request got through or after it committed; and a required step fails for good, so the run
+  must abort. What finds "a matching booking" must not take the passenger's own for the
+  call's effect (and cancel it in the rollback).
 - ``comp_ambiguous``: unsolvable, and each compensator commits its undo and then times out (first
   attempt).
 - ``misleading``: transient 503s whose text says the request was permanently rejected.
@@ -32,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from benchmarks.harness import errors
 from benchmarks.harness.faults import FaultRule
 from benchmarks.harness.scenario import Scenario
 from benchmarks.worlds.base import World
@@ -41,11 +54,14 @@ GOAL, ABORT, ATTENTION = "goal", "abort", "needs_attention"
 
 @dataclass(frozen=True)
 class FaultClass:
-    """A named family of fault schedules and the end a correct run reaches under it."""
+    """A named family of fault schedules and the end a correct run reaches under it;
+    ``prepare`` changes the world's starting state before the run (the same for every
+    approach)."""
 
     name: str
     expected: str
     rules: Callable[[Scenario, World], list[FaultRule]]
+    prepare: Callable[[Scenario, World], None] | None = None
 
 
 def _transient(scenario: Scenario, world: World) -> list[FaultRule]:
@@ -88,6 +104,45 @@ def _ambiguous_every(scenario: Scenario, world: World) -> list[FaultRule]:
             for i, t in enumerate(sorted(world.effectful()))]
 
 
+#: the mid-response kinds, each drawn on its own for every logical call (about half the calls
+#: of each tool meet one; every world meets all eight)
+MID_RESPONSE_P = 0.08
+
+
+def _mid_response(scenario: Scenario, world: World) -> list[FaultRule]:
+    return [FaultRule(t, kind, "after_effect", attempts=1, probability=MID_RESPONSE_P)
+            for t in sorted(world.effectful()) for kind in errors.MID_RESPONSE]
+
+
+def _error_after_write(scenario: Scenario, world: World) -> list[FaultRule]:
+    rules: list[FaultRule] = []
+    for t in sorted(world.effectful()):
+        rules += [FaultRule(t, "4xx", "after_effect", attempts=1, probability=0.2,
+                            message=f"{t}: the request could not be completed"),
+                  FaultRule(t, "500", "after_effect", attempts=1, probability=0.15),
+                  FaultRule(t, "error_result", "after_effect", attempts=1, probability=0.15,
+                            message=f"{t} failed: internal error")]
+    return rules
+
+
+#: the worlds whose passengers can already hold a booking that matches the call (a world
+#: with ``hold_matching``)
+HOLDS_MATCHING = ("tau2_airline",)
+
+
+def _holds_matching(scenario: Scenario, world: World) -> list[FaultRule]:
+    rules: list[FaultRule] = []
+    for t in sorted(world.lookups):
+        # the first attempt times out, before the request got through or after it committed
+        rules += [FaultRule(t, "timeout", "before_effect", attempts=1, probability=0.35),
+                  FaultRule(t, "timeout", "after_effect", attempts=1, probability=0.35)]
+    return rules + list(targets(scenario)[1])
+
+
+def _hold_matching(scenario: Scenario, world: World) -> None:
+    world.hold_matching(scenario)  # type: ignore[attr-defined]
+
+
 def _misleading(scenario: Scenario, world: World) -> list[FaultRule]:
     return [FaultRule(t, "5xx", attempts=1, probability=0.4,
                       message=f"{t}: request permanently rejected by provider")
@@ -95,7 +150,8 @@ def _misleading(scenario: Scenario, world: World) -> list[FaultRule]:
 
 
 #: the classes whose faults leave a call in doubt (its effect committed, an error came back)
-IN_DOUBT = ("garbled", "ambiguous_first", "ambiguous_every", "comp_ambiguous", "pivot")
+IN_DOUBT = ("garbled", "ambiguous_first", "ambiguous_every", "mid_response",
+            "error_after_write", "holds_matching", "comp_ambiguous", "pivot")
 #: world variants: ``plain`` (no tool dedupes) and ``keyed`` (tools that take an idempotency
 #: key in real life accept one)
 VARIANTS = ("plain", "keyed")
@@ -243,6 +299,9 @@ CLASSES: list[FaultClass] = [
     FaultClass("garbled", GOAL, _garbled),
     FaultClass("ambiguous_first", GOAL, _ambiguous_first),
     FaultClass("ambiguous_every", GOAL, _ambiguous_every),
+    FaultClass("mid_response", GOAL, _mid_response),
+    FaultClass("error_after_write", GOAL, _error_after_write),
+    FaultClass("holds_matching", ABORT, _holds_matching, prepare=_hold_matching),
     FaultClass("misleading", GOAL, _misleading),
     FaultClass("permanent_alt", GOAL, lambda s, w: list(targets(s)[0] or [])),
     FaultClass("unsolvable", ABORT, lambda s, w: list(targets(s)[1])),
@@ -269,4 +328,6 @@ def applicable(scenario: Scenario, fault_class: FaultClass) -> bool:
         return bool(rules[2])
     if fault_class.name == "pivot":
         return scenario.world == "shop"
+    if fault_class.name == "holds_matching":
+        return scenario.world in HOLDS_MATCHING
     return True

@@ -9,8 +9,11 @@ enters, so the same call fails the same way under every approach.
 
 What fires is what real tools raise (:mod:`benchmarks.harness.errors`): ``TimeoutError``,
 ``ConnectionResetError``, ``httpx.HTTPStatusError`` with a status and ``Retry-After``, a
-``ValueError`` worded as the tool words a refusal. ``phase="after_effect"`` commits the effect
-and then raises (the call is in doubt for whoever made it).
+``ValueError`` worded as the tool words a refusal, and each client library's own exception for
+a response lost mid-body (:data:`benchmarks.harness.errors.MID_RESPONSE`).
+``phase="after_effect"`` commits the effect and then raises, or (``error_result``) returns an
+error body, as a server that writes and then answers an error (the call is in doubt for
+whoever made it).
 
 Idempotency keys: a tool accepts an ``idempotency_key`` only when the world variant is
 ``keyed`` and the tool is one that takes a key in real life (``World.keyed_tools``: payments
@@ -36,16 +39,21 @@ IDEMPOTENCY_PARAM = "idempotency_key"
 #: how long a held call waits to be released, a safety net only (the harness releases it)
 GATE_TIMEOUT_S = 30.0
 #: the kinds that raise, and what they raise (see :meth:`FaultLayer.error`)
-RAISING = ("timeout", "reset", "5xx", "504", "429", "4xx", "http4xx")
+RAISING = ("timeout", "reset", "5xx", "500", "504", "429", "4xx", "http4xx",
+           *errors.MID_RESPONSE)
 
 
-#: kinds that return normally with a result whose ``field`` is missing or wrong
-BAD_RESULT = ("missing_field", "wrong_field")
+#: kinds that return normally with a result whose ``field`` is missing or wrong, or (an error
+#: body after the effect: what a server that catches its own exception answers, an MCP
+#: server's ``isError``) whose whole body is ``{"error": message}``
+BAD_RESULT = ("missing_field", "wrong_field", "error_result")
 
 
 def garble(result: Any, rule: FaultRule) -> Any:
     """A copy of ``result`` with ``rule.field`` dropped (missing_field) or blanked (wrong_field);
     the world's stored reply is never touched."""
+    if rule.kind == "error_result":
+        return {"error": rule.message or "internal error"}
     if not isinstance(result, dict) or rule.field not in result:
         return result
     out = dict(result)
@@ -60,12 +68,14 @@ def garble(result: Any, rule: FaultRule) -> Any:
 class FaultRule:
     """One way a tool misbehaves.
 
-    ``kind``: timeout (``TimeoutError``), reset (``ConnectionResetError``), 5xx / 504 / 429 /
-    http4xx (``httpx.HTTPStatusError`` with status 503 / 504 / 429 with ``Retry-After: 2`` /
-    ``status``), 4xx (``ValueError`` with the tool's wording in ``message``), latency (the call
-    takes ``delay`` virtual seconds longer), missing_field or wrong_field (the effect happened and
-    the call returned normally, but ``field`` of the result is missing or blank, as a truncated
-    or garbled response body). ``phase`` before_effect or after_effect (the effect happened,
+    ``kind``: timeout (``TimeoutError``), reset (``ConnectionResetError``), 5xx / 500 / 504 /
+    429 / http4xx (``httpx.HTTPStatusError`` with status 503 / 500 / 504 / 429 with
+    ``Retry-After: 2`` / ``status``), 4xx (``ValueError`` with the tool's wording in
+    ``message``), one of :data:`errors.MID_RESPONSE` (that library's own exception), latency
+    (the call takes ``delay`` virtual seconds longer), missing_field or wrong_field (the effect
+    happened and the call returned normally, but ``field`` of the result is missing or blank,
+    as a truncated or garbled response body), error_result (the call returned normally with
+    ``{"error": message}``). ``phase`` before_effect or after_effect (the effect happened,
     then the error came back). ``attempts`` limits a rule to the first n attempts of a logical
     call (None: every attempt); ``sticky`` draws once per logical call instead of once per
     attempt; ``match`` selects calls by argument values; ``message`` overrides the error text
@@ -169,6 +179,10 @@ class FaultLayer:
             return errors.connection_reset(tool, rule.message)
         if rule.kind == "5xx":
             return errors.http_error(tool, 503, rule.message)
+        if rule.kind == "500":
+            return errors.http_error(tool, 500, rule.message)
+        if rule.kind in errors.MID_RESPONSE:
+            return errors.MID_RESPONSE[rule.kind](tool)
         if rule.kind == "504":
             return errors.http_error(tool, 504, rule.message)
         if rule.kind == "429":
@@ -211,6 +225,8 @@ class FaultLayer:
             result = fn(**args)
             if rule is not None and rule.kind in BAD_RESULT:
                 self._noted()
+                if rule.kind == "error_result":
+                    self.stats.in_doubt += 1
                 return garble(result, rule)
             if rule is not None:
                 self._raise(rule, tool, after=True)

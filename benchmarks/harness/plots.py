@@ -38,7 +38,7 @@ def outcomes_plot(figures: dict[str, Any], path: Path) -> None:
     ax.bar(names, fc, bottom=[b - f for b, f in zip(bottom, fc, strict=True)], fill=False,
            hatch="///", edgecolor="black", label="of which: false all-clear")
     ax.set_ylabel("% of runs")
-    ax.set_title("How runs end, judged on the world (all scenarios, classes, variants)")
+    ax.set_title("How runs end, judged on the world (variant plain: all scenarios and classes)")
     ax.tick_params(axis="x", rotation=35)
     ax.legend(fontsize=7, loc="lower right")
     _save(fig, path)
@@ -47,7 +47,8 @@ def outcomes_plot(figures: dict[str, Any], path: Path) -> None:
 def false_clean_plot(figures: dict[str, Any], path: Path) -> None:
     """False all-clear rate per fault class, for RAC and the reference."""
     by_class = figures["by_class"]
-    names = [n for n in by_class if n.startswith("rac") or n in ("reference", "saga")]
+    names = [n for n in by_class
+             if n.startswith(("rac", "agent-saga")) or n in ("reference", "saga")]
     classes = sorted({c for n in names for c in by_class[n]})
     fig, ax = plt.subplots(figsize=(9, 3.8))
     width = 0.8 / max(len(names), 1)

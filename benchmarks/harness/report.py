@@ -12,6 +12,8 @@ from benchmarks.harness.fault_classes import CLASSES, IN_DOUBT
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
+#: where ``--quick`` writes (a scratch file, ignored by git)
+QUICK_RESULTS = ROOT / "benchmarks" / "results" / "quick.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"
 COMMAND = "uv run --group bench python -m benchmarks --full"
@@ -51,6 +53,23 @@ CLASS_WORDS = {
     "ambiguous_every": "**in doubt, persistent**: the same, on every attempt of the calls it "
                        "hits (drawn once per logical call): each retry commits again and "
                        "fails again.",
+    "mid_response": "**in doubt, as client libraries say it**: the effect commits, then the "
+                    "response is lost and the client raises its own class: httpx `ReadError`, "
+                    "requests `ChunkedEncodingError`, urllib3 `ProtocolError`, "
+                    "`ssl.SSLEOFError`, aiohttp `ClientPayloadError`, a gRPC `AioRpcError` "
+                    "with `DEADLINE_EXCEEDED`, psycopg `OperationalError` (\"server closed "
+                    "the connection unexpectedly\"), anyio `BrokenResourceError` (an MCP "
+                    "client's stream after its call timed out); first attempt of the logical "
+                    "call, each kind drawn on its own.",
+    "error_after_write": "**in doubt, an error after the write**: the server writes, then "
+                         "answers an error: a `ValueError` in the tool's words, an HTTP 500, or "
+                         "a normal return of `{\"error\": ...}` (what a server that catches "
+                         "its own exception answers, an MCP `isError`); first attempt.",
+    "holds_matching": "the passenger already **holds a booking that matches** the call, made "
+                      "with tau2's own `book_reservation` the same day before the run; the "
+                      "first attempt of each booking times out, before the request got "
+                      "through or after it committed; a required step then fails for good, "
+                      "so the run must abort and leave the passenger's own booking alone.",
     "comp_ambiguous": "**in doubt, in the undo**: a required step fails for good, and each "
                       "compensator performs its undo and then times out (first attempt): a "
                       "repeated cancel is refused, a repeated refund pays out twice.",
@@ -74,14 +93,14 @@ CLASS_WORDS = {
 
 HEADLINE = ("runs", "needed_compensation_runs", "compensated_runs", "clean_runs",
             "equivalent_clean_runs", "residual_runs", "silent_residual_runs",
-            "false_clean_runs")
+            "totals_off_runs", "double_undo_runs", "false_clean_runs")
 
 
 def _headline_table(apps: dict[str, Any]) -> list[str]:
     lines = ["| approach | runs | needed any undo | compensated | clean | equivalent clean | "
-             "residual | silent residual | **false all-clear** | 95% interval | goal "
-             "completion | policy steps (fault-heavy) |",
-             "|---|" + "---:|" * 11]
+             "residual | silent residual | totals off | undone twice | **false all-clear** "
+             "| 95% interval | goal completion | policy steps (fault-heavy) |",
+             "|---|" + "---:|" * 14]
     for name, s in apps.items():
         n = s["runs"]
         ci = s["false_clean_ci95"]
@@ -176,6 +195,118 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
 
 #: the approach that declares the worlds' lookups, and the one it is compared with
 LOOKUP, WITHOUT_LOOKUP = "rac-memory+lookup", "rac-memory"
+#: the closest peer, with its retry on every tool and with it only where a repeat is safe
+PEERS = ("agent-saga", "agent-saga-noretry")
+
+
+def _keyed_section(data: dict[str, Any]) -> list[str]:
+    """The headline over the ``keyed`` variant's cells, beside the plain one."""
+    keyed = data.get("approaches_keyed") or {}
+    if not keyed:
+        return []
+    return ["Variant `keyed`, beside it: the same approaches over the cells of the worlds "
+            "whose tools take an idempotency key in real life (travel, shop, logistics), with "
+            "those tools accepting one and replaying the stored reply for a key they have "
+            "seen. Only the approaches that pass keys (RAC, agent-saga) gain from it.", "",
+            *_headline_table(keyed), ""]
+
+
+def _peer_section(data: dict[str, Any]) -> list[str]:
+    """RAC against agent-saga on the same schedules, with the classes where they differ."""
+    apps = data["approaches"]
+    names = [n for n in (WITHOUT_LOOKUP, *PEERS) if n in apps]
+    if len(names) < 2:
+        return []
+    by_class = data["by_class"]
+    rows = []
+    for cls in [fc.name for fc in CLASSES]:
+        cells = [by_class[n].get(cls) for n in names]
+        if any(c is None for c in cells):
+            continue
+        if len({(c["false_clean_runs"], c["residual_runs"]) for c in cells}) > 1:
+            rows.append(f"| {cls} | " + " | ".join(
+                f"{c['false_clean_runs']} / {c['silent_residual_runs']} / "
+                f"{c['residual_runs']} of {c['runs']}" for c in cells) + " |")
+    out = ["## RAC and agent-saga, run for run",
+           "",
+           "`agent-saga` 2.3 (PyPI) is the closest peer: a saga per run with typed semantics, "
+           "compensations derived from each result, a write-ahead log and an `UNKNOWN` state "
+           "for a call that failed. It ran in the same run as RAC on the same fault schedules "
+           "(variant `plain`): `agent-saga` with its per-step retry on every tool, "
+           "`agent-saga-noretry` with the retry off for tools whose repeat is not safe. Per "
+           "fault class where they differ: false all-clear / silent residual / residual runs.",
+           "",
+           "| class | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names), *rows,
+           ""]
+    for n in PEERS:
+        ex = data.get("false_clean_examples", {}).get(n) or []
+        if ex:
+            out += [f"`{n}`'s false all-clears, for example: " + "; ".join(ex) + ".", ""]
+    return out
+
+
+def _cost_section(data: dict[str, Any]) -> list[str]:
+    """What RAC's rule (no "did not happen" without evidence) costs in completion, per class
+    where calls are in doubt, and the declarations that buy it back."""
+    name = WITHOUT_LOOKUP
+    cells = data["by_world_class_variant"].get(name)
+    if not cells:
+        return []
+    goal_classes = {fc.name for fc in CLASSES if fc.expected == "goal"}
+    classes = [c for c in ("transient", *IN_DOUBT) if c in goal_classes]
+
+    def agg(variant: str, approach: str = name) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for k, c in data["by_world_class_variant"].get(approach, {}).items():
+            world, cls, v = k.split("/")
+            if v != variant or cls not in classes:
+                continue
+            a = out.setdefault(cls, {"runs": 0, "goal": 0, "named": 0, "residual": 0})
+            a["runs"] += c["runs"]
+            a["goal"] += round((c["goal_completion"] or 0) * c["runs"])
+            a["named"] += c["named_nothing_live_runs"]
+            a["residual"] += c["residual_runs"]
+        return out
+
+    plain, keyed = agg("plain"), agg("keyed")
+    lines = ["| class | runs (plain) | goal completion | named, nothing live | runs (keyed) "
+             "| goal completion | named, nothing live |", "|---|" + "---:|" * 6]
+    for cls in classes:
+        p, k = plain.get(cls), keyed.get(cls)
+        if not p:
+            continue
+        cell = (f"{k['runs']} | {k['goal'] / k['runs']:.0%} | {k['named']}" if k
+                else "- | - | -")
+        lines.append(f"| {cls} | {p['runs']} | {p['goal'] / p['runs']:.0%} | {p['named']} | "
+                     f"{cell} |")
+    return [
+        "## What the evidence rule costs, and what buys it back",
+        "",
+        "RAC says a call did not happen, or was undone, only on evidence; with none, the call "
+        "*may have happened*: it is not retried blindly, it is undone where its undo can be "
+        "mapped without its result, and otherwise named, and the run ends `needs_attention`. "
+        "That costs completion where a retry would have been safe but nothing said so. Per "
+        f"class with calls in doubt whose goal can be met (and `transient`, whose timeouts "
+        "look the same), "
+        f"`{name}`'s goal completion and its runs that ended naming a call as possibly live "
+        "while nothing was (the price of caution), in each variant:",
+        "",
+        *lines,
+        "",
+        "Three declarations buy it back, each only where it is true:",
+        "",
+        "- **a key** (variant `keyed`): a tool that takes an idempotency key is retried with "
+        "the same key, so an in-doubt call is repeated safely instead of named;",
+        f"- **a lookup** (`rac.Lookup`, `{LOOKUP}` in the tau2 airline cells above): RAC "
+        "asks a read tool whether this call's effect exists, and goes on with it (found) or "
+        "retries (absent);",
+        "- **errors before effect** (`errors_before_effect=(...)` per tool or engine-wide, a "
+        "`rac_classify_error` plugin, or an MCP server's recovery metadata): errors the tool "
+        "raises only before it acts (a validation `ValueError`, a 429 or 503 before any body) "
+        "are then \"did not happen\", and retried or replanned around. It is a promise: the "
+        "`error_after_write` class raises the same `ValueError` after writing.",
+        "",
+    ]
 
 
 def _live_tools(data: dict[str, Any], names: list[str], worlds: list[str]) -> list[str]:
@@ -295,8 +426,14 @@ def render_markdown(data: dict[str, Any]) -> str:
         "a booking of an aborted run, a sent certificate, money paid out twice). A residual is "
         "**silent** when the final report and the run's status do not name it, and a **false "
         "all-clear** when the run says it is compensated, or the agent was told a step was "
-        "undone, while an effect of it is live. The false all-clear is the worst outcome a "
-        "safety net can have.",
+        "undone, while an effect of it is live, or an undo was made twice (a refund paid "
+        "out again, a second cancel that went through). The false all-clear is the worst "
+        "outcome a safety net can have. What no report can name is counted in columns of "
+        "its own, never as silent: **totals off** (money or stock that does not add up) and "
+        "**undone twice**. When a goal is met with more effects than it keeps, the effects a "
+        "report names are taken as the extra ones first (an in-doubt booking RAC named, "
+        "after which the goal was reached another way), so the goal's own effects are not "
+        "counted as silent.",
         "",
         "Also counted: how many runs needed any undo at all (so that 0% residual over runs "
         "that never needed one is not mistaken for a result), how many performed one, and "
@@ -304,8 +441,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         "## Headline",
         "",
+        "Variant `plain`: no tool dedupes a repeated call and no lookup is declared (except "
+        f"by `{LOOKUP}`), as most real tools. Every approach ran on the same seeded fault "
+        "schedules in the same run.",
+        "",
         *_headline_table(data["approaches"]),
         "",
+        *_keyed_section(data),
         *([f"`{LOOKUP}` runs only in the worlds that declare a lookup (tau2 airline): its "
            "row is over those cells alone (compared cell for cell with "
            f"`{WITHOUT_LOOKUP}` [below](#lookups-bookings-that-may-have-happened-found-again))."
@@ -320,6 +462,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         "![false all-clear](img/bench-false-clean.png)",
         "",
+        *_peer_section(data),
+        *_cost_section(data),
         *_lookup_section(data),
         "## Setup",
         "",
@@ -350,8 +494,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         "behind an API like Stripe's) accept one and replay the stored reply for a key they "
         "have seen. tau2's domains and the job shop have no such tools: `plain` only.",
         "- **Faults.** What real tools raise: `TimeoutError`, `ConnectionResetError`, "
-        "`httpx.HTTPStatusError` on a real `httpx.Response` (503, 504, 429 with `Retry-After`, "
-        "4xx), `ValueError` in the tool's own words (tau2's wording for tau2). Nothing "
+        "`httpx.HTTPStatusError` on a real `httpx.Response` (503, 500, 504, 429 with "
+        "`Retry-After`, 4xx), `ValueError` in the tool's own words (tau2's wording for tau2), "
+        "and each client library's own mid-response exception, constructed as the library "
+        "constructs it (class `mid_response`). Nothing "
         "subclasses a `rac.*` error; RAC classifies them like any tool's errors and the other "
         "approaches read `ExceptionType: text`, as a model reads a tool error. Faults are keyed "
         "by the logical call (tool, arguments, attempt), never by a global action count, so "
@@ -372,7 +518,19 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"`{LOOKUP}`: `rac-memory` with the worlds' lookups declared too, in the worlds that "
         "have one (see above). `reference`: "
         "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
-        "exact state mappers. None of the baselines passes idempotency keys (a model does not "
+        "a state mapper per tool that builds the compensator's arguments exactly; where a "
+        "mapper cannot (the id it needs is missing) it names what it lacks and the "
+        "compensation fails, so the reference's argument guessing is never exercised, and "
+        "each tool's argument schema is built from that tool's own signature in that "
+        "variant. `agent-saga` / `agent-saga-noretry`: agent-saga 2.3 through its public "
+        "API, one saga per run (`saga_scope`, an in-memory WAL), each side-effecting tool a "
+        "`tool` with its semantics (`COMPENSABLE` with a factory over the result, which "
+        "fails on a missing id as its `inverse_of` does; `IRREVERSIBLE` behind its gate with "
+        "an approval that says yes; an update undone from the values read just before it), "
+        "its per-step `RetryPolicy` (one call and two retries) on every tool or only where a "
+        "repeat is safe, its own compensation retries (three attempts), and, where a tool "
+        "takes an idempotency key, a key per step and per compensation. The baselines "
+        "(prompted, saga planning, reference) pass no idempotency keys (a model does not "
         "make them up); RAC passes one to every tool that declares the parameter. The "
         "baselines undo only what has an inverse tool in the world's table: tau2's updates, "
         "whose undo needs the previous values read back, they leave in place (the prompted "

@@ -27,6 +27,7 @@ def quiet() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
                         cache_logger_on_first_use=True)
     logging.getLogger("react_agent_compensation").setLevel(logging.CRITICAL)
+    logging.getLogger("agent_saga").setLevel(logging.CRITICAL)
     from loguru import logger
 
     logger.disable("tau2")
@@ -54,7 +55,8 @@ def run_episode(approach: str, scenario: str, fault_class: str, seed: int,
         "status": result.status, "goal_met": verdict.goal_met, "residual": verdict.residual,
         "violations": {k: (v[0] if v else None) for k, v in verdict.violations.items()},
         "outcome": klass.outcome, "silent_residual": klass.silent_residual,
-        "false_clean": klass.false_clean, "compensations": klass.compensations,
+        "false_clean": klass.false_clean, "totals_off": klass.totals_off,
+        "double_undo": klass.double_undo, "compensations": klass.compensations,
         "needed_compensation": klass.needed_compensation, "live": klass.live[:5],
         "unundoable": klass.unundoable, "disagreements": klass.disagreements,
         "claims_clean": result.claims_clean, "in_doubt_faults": setup.layer.stats.in_doubt,

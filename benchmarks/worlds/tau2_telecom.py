@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchmarks.harness.classify import Judgement, Live
+from benchmarks.harness.classify import Judgement, Live, goal_split
 from benchmarks.harness.clock import TOOL_LATENCY_S, VirtualClock
 from benchmarks.harness.scenario import Option, Scenario, Slot
 from benchmarks.worlds.base import CompSpec, World
@@ -170,14 +170,11 @@ class Tau2TelecomWorld(World):
                 if not any(e.tool == "refuel_data" for e in self.ledger.effects.values()):
                     live.append((f"bill:{key}", Live(f"bill {key} changed", "refuel_data")))
         goal = scenario.goal(self)
-        if goal:
-            extra = len(live) - scenario.expected_live()
-            left = [item for _, item in live[-extra:]] if extra > 0 else []
-        else:
-            left = [item for _, item in live]
+        left, surplus = goal_split(live, goal, scenario.expected_live())
         created = self.ledger.created_in_run()
         undone = sum(e.undo_count for e in created)
-        needed = len(created) > (scenario.expected_live() if goal else 0) or bool(left)
+        needed = len(created) > (scenario.expected_live() if goal else 0) or bool(left) \
+            or bool(surplus)
         ledger_live = {e.eid.rsplit(":", 1)[0] if e.tool == "refuel_data" else e.eid
                        for e in self.ledger.live_effects()}
         diff_live = {eid for eid, _ in live if not eid.startswith("bill:") and "#" not in eid}
@@ -185,7 +182,7 @@ class Tau2TelecomWorld(World):
                          for e in sorted(ledger_live - diff_live)]
         disagreements += [f"database has {e} live, the ledger does not"
                           for e in sorted(diff_live - ledger_live)]
-        return Judgement(left, undone, needed, [], disagreements)
+        return Judgement(left, undone, needed, [], disagreements, surplus)
 
     def reset(self) -> None:
         """Put the database back as it was before the run."""

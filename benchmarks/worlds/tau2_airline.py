@@ -401,6 +401,7 @@ class Tau2AirlineWorld(World):
                 table.pop(key, None)
             else:
                 table[key] = old.model_copy(deep=True)
+        self.baseline, self.held = {}, set()
 
     # -- durable state, for the crash harness ------------------------------------------------
     def state(self) -> dict[str, Any]:

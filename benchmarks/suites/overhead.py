@@ -127,7 +127,7 @@ def per_call_overhead(quick: bool, progress: Callable[[], None] | None = None
             for n in SIZES:
                 # several runs holding n records, a few timed calls in each
                 if quick:
-                    blocks, per_block = (10, 10) if n <= 10 else (1, 30)
+                    blocks, per_block = (10, 10) if n <= 10 else (1, 15)
                 else:
                     blocks, per_block = (40, 25) if n <= 100 else (6, 50)
                 times: list[int] = []

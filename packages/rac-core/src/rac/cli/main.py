@@ -13,7 +13,7 @@ Command = Callable[[argparse.Namespace], int]
 #: Modules that add subcommands: each has ``register(subparsers) -> None``.
 COMMAND_MODULES = ["rac.cli.demo_command", "rac.cli.inspect_commands",
                    "rac.cli.recovery_commands", "rac.cli.pairs_commands",
-                   "rac.cli.prove_command"]
+                   "rac.cli.prove_command", "rac.cli.ui_command"]
 
 
 def _configure_logging(verbose: bool) -> None:

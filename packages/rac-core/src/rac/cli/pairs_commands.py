@@ -123,27 +123,9 @@ def list_pairs(args: argparse.Namespace) -> int:
 def decide(args: argparse.Namespace) -> int:
     """``rac pairs approve|reject KEY``: record the operator's verdict on a proposed pair."""
     from rac.cli.main import print_json
-    from rac.events import emit
-    from rac.resolver.book import APPROVED, LLM, REJECTED
-    from rac.serialize import to_jsonable
+    from rac.resolver.book import decide_pair
 
-    book = _book(args.store)
-    pair = book.get_pair(args.key)
-    if pair is None:
-        raise KeyError(f"no pair {args.key!r} in {book.url}; `rac pairs` lists the keys")
-    if pair.source != LLM:
-        raise ValueError(f"pair {args.key!r} comes from {pair.source}, not a model: change it "
-                         "where it is declared")
-    import time
-
-    previous = pair.status
-    pair.status = APPROVED if args.verdict == "approve" else REJECTED
-    pair.updated_at = time.time()
-    pair.note = f"{pair.status} by {args.by}" if args.by else f"{pair.status} by an operator"
-    book.put_pair(pair)
-    emit(f"rac.pair_{pair.status}", key=pair.key, tool=pair.tool,
-         compensator=pair.compensator, status=pair.status, previous=previous,
-         by=to_jsonable(args.by))
+    pair, previous = decide_pair(_book(args.store), args.key, args.verdict, by=args.by)
     if args.json:
         print_json(pair.to_dict())
     else:

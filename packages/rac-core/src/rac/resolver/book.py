@@ -128,3 +128,34 @@ def save_pair(book: PairStore, pair: PairRecord) -> bool:
         emit("rac.pair_write_failed", level="warning", key=pair.key, status="error",
              error=f"{type(e).__name__}: {e}")
         return False
+
+
+def decide_pair(book: PairStore, key: str, verdict: str, *, by: str | None = None,
+                note: str | None = None, now: float | None = None) -> tuple[PairRecord, str]:
+    """Record an operator's verdict (``"approve"`` or ``"reject"``) on a pair a model proposed;
+    returns the pair as written and the status it had. The same decision for ``rac pairs
+    approve|reject`` and ``rac ui``.
+
+    Raises KeyError for an unknown key and ValueError for a pair that no model proposed (it is
+    changed where it is declared) or a verdict that is neither."""
+    import time
+
+    from rac.serialize import redact_text
+
+    if verdict not in ("approve", "reject"):
+        raise ValueError(f"a verdict is 'approve' or 'reject', not {verdict!r}")
+    pair = book.get_pair(key)
+    if pair is None:
+        raise KeyError(f"no pair {key!r} in the log; `rac pairs` lists the keys")
+    if pair.source != LLM:
+        raise ValueError(f"pair {key!r} comes from {pair.source}, not a model: change it where "
+                         "it is declared")
+    previous = pair.status
+    pair.status = APPROVED if verdict == "approve" else REJECTED
+    pair.updated_at = time.time() if now is None else now
+    why = f": {note.strip()}" if note and note.strip() else ""
+    pair.note = redact_text(f"{pair.status} by {by or 'an operator'}{why}")[:2000]
+    book.put_pair(pair)
+    emit(f"rac.pair_{pair.status}", key=pair.key, tool=pair.tool, compensator=pair.compensator,
+         status=pair.status, previous=previous, by=by)
+    return pair, previous

@@ -6,23 +6,75 @@ implements the matching protocol. Code that needs a capability asks :func:`suppo
 falls back (or refuses clearly) when the store lacks it. The conformance suite
 (:mod:`rac.testing.conformance`) runs each capability's tests on every store that declares it.
 
-=========  ====================  ===============================================================
-Name       Protocol              What it is for
-=========  ====================  ===============================================================
-``pairs``  :class:`PairStore`    compensation pairs remembered durably (proposed, approved ...)
-=========  ====================  ===============================================================
+=============  =======================  ============================================================
+Name           Protocol                 What it is for
+=============  =======================  ============================================================
+``pairs``      :class:`PairStore`       compensation pairs remembered durably (proposed, approved ...)
+``run_query``  :class:`RunQueryStore`   runs filtered by status, agent, tool and time, a page at a
+                                        time (``rac ui``'s runs page on logs of many runs)
+=============  =======================  ============================================================
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rac.models import PairRecord
+from rac.models import PairRecord, RunInfo, RunStatus
 
-__all__ = ["CAPABILITIES", "PAIRS", "PairStore", "declared", "supports"]
+__all__ = ["CAPABILITIES", "PAIRS", "PairStore", "RUN_QUERY", "RunFilter", "RunQueryStore",
+           "declared", "supports"]
 
 #: The capability name of :class:`PairStore`.
 PAIRS = "pairs"
+#: The capability name of :class:`RunQueryStore`.
+RUN_QUERY = "run_query"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs a page of :meth:`RunQueryStore.query_runs` holds: every field that is set must
+    match (``tool``: the run has a record of that tool; ``since``/``until``: its
+    ``created_at`` in ``[since, until)``), newest first; ``after`` is the ``(created_at,
+    run_id)`` of the last run of the previous page (keyset paging: a page costs the same on the
+    hundredth page as on the first)."""
+
+    status: frozenset[RunStatus] | None = None
+    agent: str | None = None
+    tool: str | None = None
+    since: float | None = None
+    until: float | None = None
+    after: tuple[float, str] | None = None
+
+    @classmethod
+    def of(cls, *, status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+           agent: str | None = None, tool: str | None = None, since: float | None = None,
+           until: float | None = None, after: tuple[float, str] | None = None) -> RunFilter:
+        """A filter from loose arguments (a status name or several)."""
+        statuses = None if status is None else frozenset(
+            {RunStatus(status)} if isinstance(status, str) else {RunStatus(s) for s in status})
+        return cls(statuses, agent or None, tool or None, since, until, after)
+
+    def matches(self, run: RunInfo, tools: Iterable[str] = ()) -> bool:
+        """True if ``run`` (with records of ``tools``) is on a page of this filter, the cursor
+        aside (the reference implementation every store's answer must equal)."""
+        return ((self.status is None or run.status in self.status)
+                and (self.agent is None or run.agent_id == self.agent)
+                and (self.tool is None or self.tool in set(tools))
+                and (self.since is None or run.created_at >= self.since)
+                and (self.until is None or run.created_at < self.until)
+                and (self.after is None or (run.created_at, run.run_id) < self.after))
+
+
+@runtime_checkable
+class RunQueryStore(Protocol):
+    """A store that answers filtered, paged queries over its runs."""
+
+    def query_runs(self, where: RunFilter, limit: int = 50) -> list[RunInfo]:
+        """At most ``limit`` runs matching ``where``, newest first (by ``created_at``, then
+        ``run_id``, both descending)."""
+        ...
 
 
 @runtime_checkable
@@ -43,7 +95,7 @@ class PairStore(Protocol):
 
 
 #: Every capability RAC knows, by name, with the protocol a store declaring it implements.
-CAPABILITIES: dict[str, type] = {PAIRS: PairStore}
+CAPABILITIES: dict[str, type] = {PAIRS: PairStore, RUN_QUERY: RunQueryStore}
 
 
 def declared(store: object) -> frozenset[str]:

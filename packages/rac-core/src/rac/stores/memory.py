@@ -9,7 +9,7 @@ from typing import Any
 from rac.errors import ConflictError
 from rac.models import PairRecord, Record, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import status_set
-from rac.stores.capabilities import PAIRS
+from rac.stores.capabilities import PAIRS, RUN_QUERY, RunFilter
 from rac.stores.rows import RECORD_COLUMNS, RUN_COLUMNS, check_fields
 
 _RECORD_FIELDS = frozenset(RECORD_COLUMNS)
@@ -25,7 +25,7 @@ class MemoryStore:
     """
 
     #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
-    capabilities: frozenset[str] = frozenset({PAIRS})
+    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY})
 
     def __init__(self) -> None:
         self.url = "memory://"
@@ -52,6 +52,15 @@ class MemoryStore:
             runs = [r.copy() for r in self._runs.values() if wanted is None or r.status in wanted]
         runs.sort(key=lambda r: r.created_at, reverse=True)
         return runs[:limit] if limit else runs
+
+    def query_runs(self, where: RunFilter, limit: int = 50) -> list[RunInfo]:
+        """Runs matching ``where``, newest first (the ``run_query`` capability)."""
+        with self._lock:
+            found = [r.copy() for r in self._runs.values()
+                     if where.matches(r, {rec.tool for rec in self._records[r.run_id].values()}
+                                      if where.tool else ())]
+        found.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
+        return found[:limit]
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self._lock:

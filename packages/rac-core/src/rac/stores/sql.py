@@ -21,7 +21,7 @@ from rac.errors import ConflictError
 from rac.models import PairRecord, Record, RunInfo, RunStatus
 from rac.sealing import KEY_ENV, Sealer, SealingError
 from rac.stores.base import status_set
-from rac.stores.capabilities import PAIRS
+from rac.stores.capabilities import PAIRS, RUN_QUERY, RunFilter
 from rac.stores.rows import (
     PAIR_COLUMNS,
     RECORD_COLUMNS,
@@ -204,7 +204,7 @@ class SQLStore(ABC):
 
     dialect: ClassVar[Dialect]
     #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
-    capabilities: frozenset[str] = frozenset({PAIRS})
+    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY})
     url: str
 
     # -- what a backend supplies ---------------------------------------------------------------
@@ -306,6 +306,39 @@ class SQLStore(ABC):
         if limit:
             query += self._sql.limit
             params.append(int(limit))
+        return [decode_run(r) for r in self._read(query, params)]
+
+    def query_runs(self, where: RunFilter, limit: int = 50) -> list[RunInfo]:
+        """Runs matching ``where``, newest first (the ``run_query`` capability): one query,
+        keyset-paged on ``(created_at, run_id)``."""
+        p = self.dialect.param
+        clauses: list[str] = []
+        params: list[Any] = []
+        if where.status is not None:
+            clauses.append(f"status IN ({self.dialect.params(len(where.status))})")
+            params += sorted(str(s) for s in where.status)
+        if where.agent is not None:
+            clauses.append(f"agent_id={p}")
+            params.append(where.agent)
+        if where.tool is not None:
+            records = self.dialect.table("records")
+            clauses.append(f"EXISTS (SELECT 1 FROM {records} x WHERE x.run_id="
+                           f"{self.dialect.table('runs')}.run_id AND x.tool={p})")
+            params.append(where.tool)
+        if where.since is not None:
+            clauses.append(f"created_at>={p}")
+            params.append(where.since)
+        if where.until is not None:
+            clauses.append(f"created_at<{p}")
+            params.append(where.until)
+        if where.after is not None:
+            clauses.append(f"(created_at<{p} OR (created_at={p} AND run_id<{p}))")
+            params += [where.after[0], where.after[0], where.after[1]]
+        query = self._sql.list_runs
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        query += f" ORDER BY created_at DESC, run_id DESC LIMIT {p}"
+        params.append(int(limit))
         return [decode_run(r) for r in self._read(query, params)]
 
     def update_run(self, run_id: str, **fields: Any) -> None:

@@ -33,7 +33,15 @@ import pytest
 from rac.errors import ConflictError, StoreError
 from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
-from rac.stores.capabilities import CAPABILITIES, PAIRS, PairStore, declared, supports
+from rac.stores.capabilities import (
+    CAPABILITIES,
+    PAIRS,
+    RUN_QUERY,
+    PairStore,
+    RunFilter,
+    declared,
+    supports,
+)
 
 #: Values a log must give back exactly as written (args and results are JSON values).
 JSON_SAMPLES: list[Any] = [
@@ -130,7 +138,66 @@ class PairStoreConformance:
         assert again == make_pair(key)
 
 
-class StoreConformance(PairStoreConformance):
+class RunQueryConformance:
+    """The ``run_query`` capability: runs filtered and paged in the store, answering exactly
+    what :meth:`rac.stores.capabilities.RunFilter.matches` says. Skips on a store that does not
+    declare it."""
+
+    @pytest.fixture
+    def query_store(self, store: Store) -> Any:
+        if not supports(store, RUN_QUERY):
+            pytest.skip(f"{type(store).__name__} does not declare the {RUN_QUERY!r} capability")
+        return store
+
+    @staticmethod
+    def _fill(store: Store) -> tuple[str, list[RunInfo], dict[str, set[str]]]:
+        tag = uuid.uuid4().hex[:8]
+        runs: list[RunInfo] = []
+        tools: dict[str, set[str]] = {}
+        statuses = [RunStatus.COMPLETED, RunStatus.NEEDS_ATTENTION, RunStatus.COMPENSATED]
+        for i in range(23):
+            info = RunInfo(f"{tag}-{i:02d}", agent_id=f"{tag}-agent-{i % 3}",
+                           status=statuses[i % 3], created_at=5000.0 + (i // 2),  # ties
+                           updated_at=5000.0 + i)
+            store.create_run(info)
+            used = {"book_flight"} | ({"book_hotel"} if i % 4 == 0 else set())
+            for n, tool in enumerate(sorted(used), 1):
+                store.append(make_record(info.run_id, n, tool))
+            runs.append(info)
+            tools[info.run_id] = used
+        return tag, runs, tools
+
+    def test_query_runs_filters_as_the_reference_says(self, query_store: Any) -> None:
+        tag, runs, tools = self._fill(query_store)
+        cases = [RunFilter.of(status="needs_attention"), RunFilter.of(agent=f"{tag}-agent-1"),
+                 RunFilter.of(tool="book_hotel"), RunFilter.of(since=5003.0, until=5008.0),
+                 RunFilter.of(status=["completed", "compensated"], tool="book_hotel",
+                              since=5002.0)]
+        for where in cases:
+            want = sorted((r for r in runs if where.matches(r, tools[r.run_id])),
+                          key=lambda r: (r.created_at, r.run_id), reverse=True)
+            got = [r for r in query_store.query_runs(where, limit=100)
+                   if r.run_id.startswith(tag)]
+            assert [r.run_id for r in got] == [r.run_id for r in want], where
+
+    def test_query_runs_pages_by_cursor_without_gaps_or_repeats(self, query_store: Any) -> None:
+        tag, runs, _ = self._fill(query_store)
+        seen: list[str] = []
+        where = RunFilter.of(status=[s for s in RunStatus])
+        after: tuple[float, str] | None = None
+        while True:
+            page = query_store.query_runs(RunFilter(where.status, after=after), limit=5)
+            mine = [r for r in page if r.run_id.startswith(tag)]
+            seen += [r.run_id for r in mine]
+            if len(page) < 5:
+                break
+            after = (page[-1].created_at, page[-1].run_id)
+        assert sorted(seen) == sorted(r.run_id for r in runs) and len(set(seen)) == len(seen)
+        order = sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)
+        assert seen == [r.run_id for r in order]
+
+
+class StoreConformance(PairStoreConformance, RunQueryConformance):
     """Inherit this and provide a ``store`` fixture; every ``test_*`` method checks one promise
     of :class:`rac.stores.Store`."""
 

@@ -8,13 +8,17 @@ The statements are :mod:`rac.stores.sql`'s; this module holds the connection and
 
 The URL is a libpq URL; the extra query parameter ``rac_schema`` puts RAC's tables in a schema
 of their own (created if missing), e.g. ``postgresql://rac@db/app?rac_schema=rac``.
+
+``read_only=True`` (what read commands use, see :mod:`rac.stores.read_only`) connects with
+``default_transaction_read_only`` on and creates nothing: a schema or log that is not there is
+an error, and a log at an older schema version is refused until a writer migrates it.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -24,7 +28,8 @@ from psycopg import errors as pg_errors
 from psycopg import sql
 
 from rac.errors import StoreError
-from rac.stores.sql import Dialect, SQLStore
+from rac.stores.read_only import DEFAULT_WAIT, LockWait, check_version, refuse_write
+from rac.stores.sql import LATEST_VERSION, Dialect, SQLStore
 
 POSTGRES = Dialect(name="postgresql", param="%s", prefix="rac_", real="DOUBLE PRECISION",
                    boolean="BOOLEAN", int_bools=False, insertion_order="ord",
@@ -60,13 +65,20 @@ class PostgresStore(SQLStore):
     """A transaction log in PostgreSQL, shared by many processes on many machines.
 
     ``key`` seals undo data (default: ``RAC_LOG_KEY``; see :mod:`rac.sealing`).
+    ``read_only`` opens an existing log for reading only, waiting up to ``wait`` seconds for
+    a lock another session holds and announcing the wait through ``on_wait`` (see
+    :mod:`rac.stores.read_only`).
     """
 
     dialect = POSTGRES
 
     def __init__(self, url: str, *, schema: str | None = None,
-                 connect_timeout: float = 10.0, key: str | bytes | None = None) -> None:
+                 connect_timeout: float = 10.0, key: str | bytes | None = None,
+                 read_only: bool = False, wait: float = DEFAULT_WAIT,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.url = url
+        self.read_only = read_only
+        self._wait = LockWait(_safe_url(url), wait, on_wait) if read_only else None
         self._dsn, url_schema = split_url(url)
         self.schema = schema or url_schema
         if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
@@ -82,13 +94,19 @@ class PostgresStore(SQLStore):
         conn: psycopg.Connection[tuple[Any, ...]] | None = getattr(self._local, "conn", None)
         if conn is not None and not conn.closed:
             return conn
+        extra: dict[str, Any] = {}
+        if self._wait is not None:  # read-only: the server itself refuses every write
+            extra["options"] = ("-c default_transaction_read_only=on "
+                                f"-c lock_timeout={max(1, int(self._wait.slice * 1000))}")
         try:
             conn = psycopg.connect(self._dsn, autocommit=True,
-                                   connect_timeout=max(1, int(self._connect_timeout)))
+                                   connect_timeout=max(1, int(self._connect_timeout)), **extra)
         except psycopg.Error as e:
             raise StoreError(f"cannot connect to the PostgreSQL log at "
                              f"{_safe_url(self.url)}: {e}") from e
-        if self.schema is not None:
+        if self.schema is not None and self._wait is not None:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        elif self.schema is not None:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                 sql.Identifier(self.schema)))
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
@@ -100,6 +118,8 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _write(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """One transaction: committed when the block ends, rolled back on any exception."""
+        if self.read_only:
+            raise refuse_write(_safe_url(self.url))
         conn = self._conn()
         try:
             with conn.transaction():
@@ -113,10 +133,27 @@ class PostgresStore(SQLStore):
         return conn.execute(query.encode(), list(params))
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
+        def once() -> list[tuple[Any, ...]]:
             return self._conn().execute(query.encode(), list(params)).fetchall()
+
+        try:
+            return self._wait.run(once, _locked) if self._wait is not None else once()
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
+
+    def _check_readable(self) -> None:
+        where = _safe_url(self.url)
+        rows = self._read("SELECT to_regclass(%s)", (self.dialect.table("schema_migrations"),))
+        if not rows or rows[0][0] is None:
+            place = f"rac_schema={self.schema}" if self.schema else "its search_path"
+            raise StoreError(f"no RAC log at {where} ({place} holds no RAC tables; nothing "
+                             "was created): check the store URL")
+        version = self.schema_version()
+        check_version(where, version, LATEST_VERSION)
+        if version < LATEST_VERSION:
+            raise StoreError(f"the log at {where} is at schema version {version} (this RAC "
+                             f"reads {LATEST_VERSION}): a command that writes (such as "
+                             "`rac recover`) migrates it first")
 
     def _is_duplicate(self, error: BaseException) -> bool:
         return isinstance(error, pg_errors.UniqueViolation)
@@ -145,3 +182,8 @@ class PostgresStore(SQLStore):
                     pass
             self._all.clear()
         self._local = threading.local()
+
+
+def _locked(error: BaseException) -> bool:
+    """True when a statement gave up waiting for a lock another session holds."""
+    return isinstance(error, pg_errors.LockNotAvailable)

@@ -22,6 +22,7 @@ from rac.models import PairRecord, Record, RunInfo, RunStatus
 from rac.sealing import KEY_ENV, Sealer, SealingError
 from rac.stores.base import status_set
 from rac.stores.capabilities import PAIRS, RUN_QUERY, RunFilter
+from rac.stores.read_only import check_version
 from rac.stores.rows import (
     PAIR_COLUMNS,
     RECORD_COLUMNS,
@@ -131,6 +132,8 @@ MIGRATIONS: list[tuple[int, str]] = [
     """),
 ]
 
+#: The newest schema version this RAC knows; a log with a newer one is refused.
+LATEST_VERSION = max(version for version, _ in MIGRATIONS)
 #: The name, in the meta table, of the id of the key the log's undo data is sealed with.
 SEAL_MARKER = "seal_key_id"
 _UNDO = RECORD_COLUMNS.index("undo")
@@ -206,6 +209,8 @@ class SQLStore(ABC):
     #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
     capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY})
     url: str
+    #: True when opened read-only (see :mod:`rac.stores.read_only`): every write raises.
+    read_only: bool = False
 
     # -- what a backend supplies ---------------------------------------------------------------
     @abstractmethod
@@ -228,12 +233,20 @@ class SQLStore(ABC):
     def _lock_migrations(self, conn: Any) -> None:  # noqa: B027 - optional hook
         """Serialise migrations between processes when the write transaction does not."""
 
+    def _check_readable(self) -> None:  # noqa: B027 - optional hook
+        """A read-only open: check that the log exists and can be read as it is (see
+        :mod:`rac.stores.read_only`); raise StoreError naming what is wrong."""
+
     # -- opening --------------------------------------------------------------------------------
     def _open(self, key: str | bytes | None) -> None:
-        """Migrate the schema and check the log key; called once by the backend's __init__."""
+        """Migrate the schema (read-only: check it) and check the log key; called once by the
+        backend's __init__."""
         self._sql = statements(self.dialect)
         self._sealer = Sealer(key) if key is not None else Sealer.from_env()
-        self._migrate()
+        if self.read_only:
+            self._check_readable()
+        else:
+            self._migrate()
         self._check_key()
 
     def _migrate(self) -> None:
@@ -241,6 +254,7 @@ class SQLStore(ABC):
             self._lock_migrations(conn)
             self._execute(conn, self._sql.create_migrations)
             done = {r[0] for r in self._execute(conn, self._sql.applied).fetchall()}
+            check_version(self._display_url(), max(done, default=0), LATEST_VERSION)
             for version, template in MIGRATIONS:
                 if version in done:
                     continue
@@ -252,7 +266,7 @@ class SQLStore(ABC):
         """Refuse a log sealed with another key, or opened without the key it is sealed with;
         the first keyed open of a log marks it with the key's id."""
         marker = self._marker()
-        if self._sealer.encrypts and marker is None:
+        if self._sealer.encrypts and marker is None and not self.read_only:
             with self._write() as conn:
                 self._execute(conn, self._sql.put_meta, (SEAL_MARKER, self._sealer.key_id))
             marker = self._marker()

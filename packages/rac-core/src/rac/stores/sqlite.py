@@ -5,6 +5,10 @@ rolled back on any exception, and a versioned migrations table (``schema_migrati
 connection per thread. The statements are :mod:`rac.stores.sql`'s; this module holds the
 connection, the transactions and the file.
 
+``read_only=True`` (what read commands use, see :mod:`rac.stores.read_only`) opens an existing
+file with SQLite's ``mode=ro`` and creates nothing; an older log is read through a copy
+migrated in memory, so the file stays exactly as it was.
+
 The log is private to its owner: a new database file is created with mode 0600 (SQLite gives
 its ``-wal`` and ``-shm`` files the database file's mode) and any folder created for it, such
 as ``.rac/``, with mode 0700. Existing files and folders keep their modes.
@@ -20,9 +24,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from rac.errors import StoreError
-from rac.stores.sql import Dialect, SQLStore
+from rac.stores.read_only import DEFAULT_WAIT, LockWait, check_version, refuse_write
+from rac.stores.sql import LATEST_VERSION, MIGRATIONS, Dialect, SQLStore, migration_statements
 
 T = TypeVar("T")
 
@@ -75,14 +81,24 @@ class SQLiteStore(SQLStore):
     """A transaction log in one SQLite file, safe for many threads and processes on one host.
 
     ``key`` seals undo data (default: ``RAC_LOG_KEY``; see :mod:`rac.sealing`).
+    ``read_only`` opens an existing log for reading only, waiting up to ``wait`` seconds for
+    a lock another process holds and announcing the wait through ``on_wait`` (see
+    :mod:`rac.stores.read_only`).
     """
 
     dialect = SQLITE
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30_000,
-                 key: str | bytes | None = None) -> None:
+                 key: str | bytes | None = None, read_only: bool = False,
+                 wait: float = DEFAULT_WAIT,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         p = str(path)
-        if p != ":memory:":
+        self.read_only = read_only
+        if p != ":memory:" and read_only:
+            if not Path(p).expanduser().is_file():
+                raise StoreError(f"no log at {p}: the file does not exist (nothing was "
+                                 "created; check the store URL)")
+        elif p != ":memory:":
             try:
                 create_private(Path(p).expanduser())
             except OSError as e:
@@ -90,38 +106,85 @@ class SQLiteStore(SQLStore):
         self.path = p
         self.url = f"sqlite:///{p}"
         self._busy_timeout_ms = busy_timeout_ms
+        self._wait = LockWait(p, wait, on_wait) if read_only else None
+        #: an older log opened read-only: a copy migrated in memory, read instead of the file
+        self._copy: sqlite3.Connection | None = None
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._open(key)
 
     @classmethod
-    def from_url(cls, url: str) -> SQLiteStore:
-        """Open the store a ``sqlite:///path`` URL names."""
-        return cls(path_from_url(url))
+    def from_url(cls, url: str, **kwargs: Any) -> SQLiteStore:
+        """Open the store a ``sqlite:///path`` URL names (keywords as for the class)."""
+        return cls(path_from_url(url), **kwargs)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
+        if self._copy is not None:
+            return self._copy
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, isolation_level=None,
-                                       timeout=self._busy_timeout_ms / 1000,
-                                       check_same_thread=False)
+                conn = self._connect()
             except sqlite3.Error as e:
-                raise StoreError(f"cannot open the SQLite log at {self.path!r}: {e}") from e
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
-            # Switching to WAL takes a lock: several processes opening the file at once retry.
-            self._retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
+                raise self._error(e, "cannot open the SQLite log at") from e
             self._local.conn = conn
             with self._all_lock:
                 self._all.append(conn)
         return conn
 
+    def _connect(self) -> sqlite3.Connection:
+        if self._wait is not None:  # read-only: SQLite itself refuses every write
+            where = quote(str(Path(self.path).expanduser().absolute()))
+            return sqlite3.connect(f"file:{where}?mode=ro", uri=True, isolation_level=None,
+                                   timeout=self._wait.slice, check_same_thread=False)
+        conn = sqlite3.connect(self.path, isolation_level=None,
+                               timeout=self._busy_timeout_ms / 1000, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        # Switching to WAL takes a lock: several processes opening the file at once retry.
+        self._retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    def _error(self, e: sqlite3.Error, what: str = "SQLite log") -> StoreError:
+        """One clear line for a SQLite error; a file that is not a database says so."""
+        text = str(e)
+        if "not a database" in text or "malformed" in text:
+            return StoreError(f"{self.path} is not a RAC log (SQLite says: {text})")
+        return StoreError(f"{what} {self.path!r}: {text}")
+
+    def _check_readable(self) -> None:
+        rows = self._read("SELECT name FROM sqlite_master WHERE type='table' AND name=?",
+                          ("schema_migrations",))
+        if not rows:
+            raise StoreError(f"{self.path} has no RAC log in it (no RAC tables): check the "
+                             "store URL")
+        version = self.schema_version()
+        check_version(self.path, version, LATEST_VERSION)
+        if version < LATEST_VERSION:
+            self._copy = self._migrated_copy()
+
+    def _migrated_copy(self) -> sqlite3.Connection:
+        """The log copied into memory and migrated there (the file is not touched)."""
+        assert self._wait is not None
+        source = self._conn()
+        copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._wait.run(lambda: source.backup(copy), _locked)
+        done = {r[0] for r in copy.execute(self._sql.applied).fetchall()}
+        for version, template in MIGRATIONS:
+            if version not in done:
+                for stmt in migration_statements(self.dialect, template):
+                    copy.execute(stmt)
+        with self._all_lock:
+            self._all.append(copy)
+        return copy
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise refuse_write(self.path)
         conn = self._conn()
         self._retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
@@ -148,11 +211,14 @@ class SQLiteStore(SQLStore):
             raise StoreError(f"SQLite log {self.path!r}: {e}") from e
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
+        def once() -> list[tuple[Any, ...]]:
             rows: list[tuple[Any, ...]] = self._conn().execute(query, params).fetchall()
+            return rows
+
+        try:
+            return self._wait.run(once, _locked) if self._wait is not None else once()
         except sqlite3.Error as e:
-            raise StoreError(f"SQLite log {self.path!r}: {e}") from e
-        return rows
+            raise self._error(e) from e
 
     def _is_duplicate(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
@@ -174,6 +240,7 @@ class SQLiteStore(SQLStore):
                 delay = min(delay * 2, 0.05)
 
     def close(self) -> None:
+        self._copy = None
         with self._all_lock:
             for conn in self._all:
                 try:
@@ -182,3 +249,9 @@ class SQLiteStore(SQLStore):
                     pass
             self._all.clear()
         self._local = threading.local()
+
+
+def _locked(error: BaseException) -> bool:
+    """True for SQLite's "another connection holds the lock" errors."""
+    return isinstance(error, sqlite3.OperationalError) and (
+        "locked" in str(error) or "busy" in str(error))

@@ -16,6 +16,7 @@ import pytest
 import rac
 from rac.cli.main import main as rac_main
 from rac.resolver import LLMResolver, ScriptedModel
+from rac.stores import SQLiteStore
 from rac.testing import TravelWorld, assert_no_live_effects
 
 from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
@@ -186,8 +187,11 @@ def test_rac_pairs_lists_the_apps_declared_pairs_with_their_source(
     (tmp_path / "pairs_app.py").write_text(APP)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    code, out = _cli(capsys, "pairs", "--app", "pairs_app:engine", "--store",
-                     f"sqlite:///{tmp_path / 'log.db'}", "--json")
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    assert _cli(capsys, "pairs", "--app", "pairs_app:engine", "--store", url)[0] == 2
+    assert not (tmp_path / "log.db").exists()  # a read command creates no log
+    SQLiteStore(tmp_path / "log.db").close()
+    code, out = _cli(capsys, "pairs", "--app", "pairs_app:engine", "--store", url, "--json")
     assert code == 0
     assert {(p["tool"], p["compensator"], p["source"], p["status"]) for p in json.loads(out)} == {
         ("book_flight", "cancel_flight", "code", "declared"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rac.cli.render import records_table, run_json, table
+from rac.cli.logs import add_store_options
 
 
 def register(sub: Any) -> None:
@@ -17,27 +17,32 @@ def register(sub: Any) -> None:
                                    "newest first.")
     p.add_argument("--fail", choices=["none", "flight", "hotel", "car"], default="car",
                    help="which booking fails permanently (default: car)")
-    p.add_argument("--store", default=None,
-                   help="log URL: memory://, sqlite:///path.db (default: $RAC_STORE or "
-                        "sqlite:///.rac/rac.db)")
+    add_store_options(p, store_help="log URL: memory://, sqlite:///path.db, postgresql://... "
+                                    "(default: $RAC_STORE or sqlite:///.rac/rac.db); the demo's "
+                                    "world is a SQLite file beside it", wait=False)
     p.add_argument("--json", action="store_true", help="print the run as JSON")
     p.add_argument("--mcp", action="store_true",
                    help="book through the example MCP server (a subprocess over stdio): RAC "
-                        "reads the compensation pairs from its tool metadata (needs mcp)")
+                        "reads the compensation pairs from its tool metadata (needs the mcp "
+                        "extra)")
     p.set_defaults(handler=demo)
 
 
 def demo(args: argparse.Namespace) -> int:
     """Run the demo and print the log and the world."""
+    from rac.cli.logs import store_url
     from rac.cli.main import print_json
-    from rac.demo import run_demo
+    from rac.cli.render import records_table, run_json, table
 
     if args.mcp:
+        _need_mcp()
         from rac.demo.mcp_trip import run_mcp_demo
 
-        result = run_mcp_demo(fail=args.fail, store=args.store)
+        result = run_mcp_demo(fail=args.fail, store=store_url(args))
     else:
-        result = run_demo(fail=args.fail, store=args.store)
+        from rac.demo import run_demo
+
+        result = run_demo(fail=args.fail, store=store_url(args))
     if args.json:
         obj = run_json(result.run_id, str(result.status), result.records)
         obj["world"] = result.world
@@ -59,3 +64,22 @@ def demo(args: argparse.Namespace) -> int:
             for kind in ("flights", "hotels", "cars") for b in result.world[kind]]
     print(table(["booking", "kind", "who", "place", "detail"], rows) if rows else "  (none)")
     return 0
+
+
+def _need_mcp() -> None:
+    """One line naming the extra when the mcp package is missing."""
+    import importlib.util
+
+    from rac.cli.main import CLIError
+
+    if importlib.util.find_spec("mcp") is None:
+        raise CLIError(f"`rac demo --mcp` needs the mcp package: pip install "
+                       f"'{distribution()}[mcp]' (or pip install mcp)")
+
+
+def distribution() -> str:
+    """The name of the distribution that installed the ``rac`` package (for install hints)."""
+    from importlib.metadata import packages_distributions
+
+    names = packages_distributions().get("rac") or ["rac-core"]
+    return names[0]

@@ -1,27 +1,38 @@
-"""``rac runs`` and ``rac show``: read the transaction log."""
+"""``rac runs`` and ``rac show``: read the transaction log (read-only: nothing is ever written).
+
+A run whose stored status its records contradict (``compensated`` while an action of it may
+still be live, say) is flagged, in the table, in the JSON (``"contradicted"``) and on stderr."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from rac.cli.render import records_table, run_json, runs_table
-from rac.models import RunStatus
+from rac.cli.logs import add_store_options, open_log
+
+RUN_STATUSES = ["running", "completed", "compensating", "compensated", "needs_attention",
+                "resolved"]
 
 
 def register(sub: Any) -> None:
     """Add ``rac runs`` and ``rac show`` to the parser."""
-    p = sub.add_parser("runs", help="list runs in the log, newest first")
-    p.add_argument("--store", default=None, help="log URL (default: $RAC_STORE or .rac/rac.db)")
-    p.add_argument("--status", choices=[s.value for s in RunStatus], default=None,
+    p = sub.add_parser("runs", help="list runs in the log, newest first",
+                       description="List the runs of the log, newest first (read-only). A run "
+                                   "whose records contradict its stored status is flagged.")
+    add_store_options(p)
+    p.add_argument("--status", choices=RUN_STATUSES, default=None,
                    help="only runs with this status (e.g. needs_attention)")
-    p.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+    p.add_argument("--limit", type=int, default=50, metavar="N",
+                   help="at most this many runs (default 50; 0: all)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=runs)
 
-    s = sub.add_parser("show", help="show one run's records")
+    s = sub.add_parser("show", help="show one run's records",
+                       description="Show one run: its status and its records (what happened "
+                                   "to each action, what undid it); read-only, and undo data "
+                                   "is never shown.")
     s.add_argument("run_id")
-    s.add_argument("--store", default=None, help="log URL (default: $RAC_STORE or .rac/rac.db)")
+    add_store_options(s)
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(handler=show)
 
@@ -29,31 +40,46 @@ def register(sub: Any) -> None:
 def runs(args: argparse.Namespace) -> int:
     """List runs."""
     from rac.cli.main import print_json
-    from rac.stores import open_store
+    from rac.cli.render import contradiction, runs_table
+    from rac.models import RunStatus
 
-    store = open_store(args.store)
+    store = open_log(args)
     found = store.list_runs(status=RunStatus(args.status) if args.status else None,
-                            limit=args.limit)
+                            limit=args.limit or None)
+    flags = {r.run_id: contradiction(r, store.get_records(r.run_id)) for r in found}
     if args.json:
-        print_json([r.to_dict() for r in found])
+        print_json([{**r.to_dict(), "contradicted": flags[r.run_id]} for r in found])
     else:
-        print(runs_table(found) if found else "no runs")
+        print(runs_table(found, flags) if found else "no runs")
+    _warn(flags)
     return 0
 
 
 def show(args: argparse.Namespace) -> int:
     """Show one run."""
     from rac.cli.main import print_json
-    from rac.stores import open_store
+    from rac.cli.render import contradiction, records_table, run_json
 
-    store = open_store(args.store)
+    store = open_log(args)
     info = store.get_run(args.run_id)
     if info is None:
         raise KeyError(f"no run {args.run_id!r} in {store.url}")
     records = store.get_records(args.run_id)
+    flag = contradiction(info, records)
     if args.json:
         print_json(run_json(info.run_id, str(info.status), records))
     else:
         print(f"run {info.run_id}: {info.status} (agent {info.agent_id})")
+        if flag:
+            print(f"THE RECORDS CONTRADICT THIS STATUS: {flag}")
         print(records_table(records))
+    _warn({info.run_id: flag})
     return 0
+
+
+def _warn(flags: dict[str, str | None]) -> None:
+    from rac.cli.main import say
+
+    for run_id, flag in flags.items():
+        if flag:
+            say(f"warning: run {run_id}: the records contradict its stored status: {flag}")

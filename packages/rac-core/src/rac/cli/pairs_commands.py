@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-_STORE_HELP = "log URL (default: $RAC_STORE or .rac/rac.db)"
+from rac.cli.apps import add_app_option
+from rac.cli.logs import add_store_options, open_log
 
 
 def register(sub: Any) -> None:
@@ -16,9 +17,8 @@ def register(sub: Any) -> None:
         description="List every compensation pair the log's store knows, with its source "
                     "(code, an MCP server, or llm: proposed by a model) and status. Pairs "
                     "proposed by a model wait as 'proposed' until approved or rejected.")
-    p.add_argument("--store", default=None, help=_STORE_HELP)
-    p.add_argument("--app", default=None, metavar="MODULE:ATTR",
-                   help="also list the pairs your rac.RAC engine declares")
+    add_store_options(p)
+    add_app_option(p, "also list the pairs your rac.RAC engine (MODULE:ATTR) declares")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=list_pairs)
     verdicts = p.add_subparsers(dest="verdict", metavar="{approve,reject}")
@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
                                 ". KEY is the pair's key as `rac pairs` lists it.")
         v.add_argument("key", metavar="KEY")
         # SUPPRESS: a value given before the verdict (`rac pairs --store X approve K`) stands
-        v.add_argument("--store", default=argparse.SUPPRESS, help=_STORE_HELP)
+        add_store_options(v, suppress=True)
         v.add_argument("--by", default=None, help="who decided (kept in the pair's note)")
         v.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                        help="print JSON")
@@ -52,11 +52,12 @@ def _demo_with_llm(plain: Any) -> Any:
             return int(plain(args))
         if getattr(args, "crash_at", None) or getattr(args, "recover", False):
             raise ValueError("--llm cannot be combined with --crash-at or --recover")
+        from rac.cli.logs import store_url
         from rac.cli.main import print_json
         from rac.cli.render import records_table, run_json, table
         from rac.resolver.demo import run_llm_demo
 
-        result, pairs = run_llm_demo(args.llm, fail=args.fail, store=args.store)
+        result, pairs = run_llm_demo(args.llm, fail=args.fail, store=store_url(args))
         if args.json:
             obj = run_json(result.run_id, str(result.status), result.records)
             obj["world"] = result.world
@@ -82,10 +83,10 @@ def _demo_with_llm(plain: Any) -> Any:
     return handler
 
 
-def _book(url: str | None) -> Any:
-    from rac.stores import open_store, supports
+def _book(args: argparse.Namespace, *, write: bool = False) -> Any:
+    from rac.stores import supports
 
-    store = open_store(url)
+    store = open_log(args, write=write)
     if not supports(store, "pairs"):
         raise ValueError(f"the store {store.url} keeps no compensation pairs (it has no "
                          "put_pair/get_pair/list_pairs)")
@@ -97,13 +98,14 @@ def list_pairs(args: argparse.Namespace) -> int:
     from rac.cli.main import print_json
     from rac.cli.render import table
 
-    pairs = list(_book(args.store).list_pairs())
+    book = _book(args)
+    pairs = list(book.list_pairs())
     if args.app:
-        from rac.cli.recovery_commands import load_engine
+        from rac.cli.apps import load_engine
         from rac.resolver import declared_pairs
 
         known = {p.key for p in pairs}
-        pairs += [p for p in declared_pairs(load_engine(args.app, args.store))
+        pairs += [p for p in declared_pairs(load_engine(args.app, book))
                   if p.key not in known]
     order = {"proposed": 0, "approved": 1, "recorded": 2, "rejected": 3}
     pairs.sort(key=lambda p: (order.get(p.status, 4), p.tool, p.compensator))
@@ -125,7 +127,7 @@ def decide(args: argparse.Namespace) -> int:
     from rac.cli.main import print_json
     from rac.resolver.book import decide_pair
 
-    pair, previous = decide_pair(_book(args.store), args.key, args.verdict, by=args.by)
+    pair, previous = decide_pair(_book(args, write=True), args.key, args.verdict, by=args.by)
     if args.json:
         print_json(pair.to_dict())
     else:

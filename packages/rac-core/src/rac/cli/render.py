@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rac.lifecycle import uncertain
-from rac.models import Record, RecordKind, RecordStatus, RunInfo
+from rac.lifecycle import NEEDS_A_PERSON, may_be_live, uncertain
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 
 R = RecordStatus
 
@@ -43,8 +43,36 @@ def record_json(r: Record) -> dict[str, Any]:
 
 
 def run_json(run_id: str, status: str, records: Sequence[Record]) -> dict[str, Any]:
-    """The JSON object ``rac show --json`` prints."""
-    return {"run_id": run_id, "status": status, "records": [record_json(r) for r in records]}
+    """The JSON object ``rac show --json`` prints (``contradicted``: see
+    :func:`contradiction`)."""
+    return {"run_id": run_id, "status": status, "records": [record_json(r) for r in records],
+            "contradicted": contradiction(status, records)}
+
+
+#: Run statuses that say nothing of the run is left for a person.
+_SETTLED = (RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.RESOLVED)
+
+
+def contradiction(run: RunInfo | str, records: Sequence[Record]) -> str | None:
+    """Why a run's stored status is contradicted by its records, or None.
+
+    A ``compensated`` or ``resolved`` run says nothing of it is live: an action that may still
+    be live contradicts it. A ``completed`` run says nothing of it needs a person: a dead
+    letter, a call in doubt, a call with no outcome or an undo under way contradicts it.
+    (Only the statuses that claim something is settled can be contradicted this way.)"""
+    status = RunStatus(run.status if isinstance(run, RunInfo) else run)
+    if status not in _SETTLED:
+        return None
+    if status is RunStatus.COMPLETED:
+        wrong = [r for r in records if r.kind is RecordKind.ACTION and not r.read_only
+                 and (r.status in NEEDS_A_PERSON or r.status in (R.PENDING, R.COMPENSATING))]
+    else:
+        wrong = [r for r in records if may_be_live(r)]
+    if not wrong:
+        return None
+    named = ", ".join(f"#{r.seq} {r.tool} is {r.status}" for r in wrong[:5])
+    more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
+    return f"{status}, but {named}{more}"
 
 
 def _short(value: Any, width: int) -> str:
@@ -72,11 +100,14 @@ def records_table(records: Sequence[Record]) -> str:
                   "result / why"], rows)
 
 
-def runs_table(runs: Sequence[RunInfo]) -> str:
-    """A list of runs as a table."""
+def runs_table(runs: Sequence[RunInfo], flags: dict[str, str | None] | None = None) -> str:
+    """A list of runs as a table; ``flags`` (run id -> :func:`contradiction`) marks the runs
+    whose records contradict their status."""
     import datetime as dt
 
-    rows = [(r.run_id, r.status, r.agent_id,
+    flags = flags or {}
+    rows = [(r.run_id, f"{r.status} (CONTRADICTED)" if flags.get(r.run_id) else r.status,
+             r.agent_id,
              dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M:%S"))
             for r in runs]
     return table(["run_id", "status", "agent", "started"], rows)

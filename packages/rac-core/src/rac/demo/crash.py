@@ -60,12 +60,20 @@ class KeyedTravelWorld(TravelWorld):
         super().__init__(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS booking_keys (key TEXT PRIMARY KEY, "
                          "booking_id TEXT NOT NULL)")
+        # the runs `rac demo` made in this world: the only runs the demo's engine may undo
+        self._db.execute("CREATE TABLE IF NOT EXISTS demo_runs (run_id TEXT PRIMARY KEY)")
         #: Called with the tool name right after an effect, before the tool returns.
         self.after_effect: Callable[[str], None] | None = None
 
     def _effect_done(self, tool: str) -> None:
         if self.after_effect is not None:
             self.after_effect(tool)
+
+    def mark_demo_run(self, run_id: str) -> None:
+        """Remember that ``rac demo`` made run ``run_id`` in this world (see
+        :func:`rac.demo.trip.demo_runs`)."""
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO demo_runs VALUES (?)", (run_id,))
 
     def booking_for_key(self, key: str) -> str | None:
         """The booking made by the call with this idempotency key, if any."""
@@ -182,7 +190,8 @@ class KeyedTravelWorld(TravelWorld):
         return self._cancel_keyed("refund_charge", booking_id, action_key, ("charge",))
 
 
-def _crash(point: str) -> None:
+def end_process(point: str) -> None:
+    """End the process at once, as a crash would (exit :data:`CRASH_EXIT_CODE`)."""
     os._exit(CRASH_EXIT_CODE)
 
 
@@ -194,7 +203,7 @@ class CrashPlugin:
     """
 
     def __init__(self, point: str, *, undo: Mapping[str, str] | None = None,
-                 action: Callable[[str], None] = _crash) -> None:
+                 action: Callable[[str], None] = end_process) -> None:
         self.point = point
         self.undo = dict(undo if undo is not None else TRAVEL_COMPENSATIONS)
         self.action = action

@@ -63,6 +63,7 @@ async def arun_mcp_demo(fail: str = "car", store: str | None = None, *,
         raise ValueError(f"--fail must be one of {', '.join(FAIL_CHOICES)}, got {fail!r}")
     store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
     path = world_path or world_path_for(store_url).replace("demo-world", "demo-mcp-world")
+    log = open_store(store_url)  # first: a log RAC may not write to leaves the world alone
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         Path(path + suffix).unlink(missing_ok=True)
@@ -70,7 +71,7 @@ async def arun_mcp_demo(fail: str = "car", store: str | None = None, *,
     command, args = server_command(path, fail)
     params = StdioServerParameters(command=command, args=args,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    engine = RAC(store=open_store(store_url), agent_id="demo-agent",
+    engine = RAC(store=log, agent_id="demo-agent",
                  retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2, jitter=0),
                  compensation_retry=RetryPolicy(max_attempts=3, initial_delay=0.05,
                                                 max_delay=0.2, jitter=0))

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rac.demo.crash import CRASH_POINTS, KEYED_COMPENSATIONS, CrashPlugin, KeyedTravelWorld
+from rac.demo.crash import (
+    CRASH_POINTS,
+    KEYED_COMPENSATIONS,
+    CrashPlugin,
+    KeyedTravelWorld,
+    end_process,
+)
 from rac.engine import RAC
 from rac.errors import ToolCallFailed
 from rac.models import Record, RunStatus
@@ -63,12 +71,31 @@ def world_state(world: TravelWorld) -> dict[str, list[dict[str, Any]]]:
             "cars": world.live("car")}
 
 
+def demo_runs(store_url: str, world_path: str | None = None) -> set[str]:
+    """The runs ``rac demo`` wrote into the log at ``store_url``, as its world beside the log
+    remembers them (empty when there is no demo world). Read-only."""
+    path = Path(world_path or world_path_for(store_url))
+    if not path.is_file():
+        return set()
+    try:
+        conn = sqlite3.connect(f"file:{path.absolute()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT run_id FROM demo_runs").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return set()
+    return {str(r[0]) for r in rows}
+
+
 def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool = True,
-             world_path: str | None = None, crash_at: str | None = None) -> DemoResult:
+             world_path: str | None = None, crash_at: str | None = None,
+             on_crash: Callable[[str, str], None] | None = None) -> DemoResult:
     """Run the scripted trip booking once, with ``fail`` naming the booking that fails for good.
 
     ``crash_at`` names a crash point (:data:`rac.demo.crash.CRASH_POINTS`): the process ends
-    there at once, leaving the run for :func:`recover_demo`.
+    there at once, leaving the run for :func:`recover_demo`; ``on_crash(point, run_id)`` is
+    called just before (the CLI says what it does).
     """
     if fail not in FAIL_CHOICES:
         raise ValueError(f"--fail must be one of {', '.join(FAIL_CHOICES)}, got {fail!r}")
@@ -77,6 +104,7 @@ def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool =
                          "prints them")
     store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
     path = world_path or world_path_for(store_url)
+    log = open_store(store_url)  # first: a log RAC may not write to leaves the world alone
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if fresh_world:
         for suffix in ("", "-wal", "-shm"):
@@ -84,13 +112,20 @@ def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool =
     world = KeyedTravelWorld(path)
     if fail != "none":
         world.fail(f"book_{fail}", "permanent", message=f"no {fail} available on those dates")
-    engine = build_engine(world, open_store(store_url))
+    engine = build_engine(world, log)
+    run = engine.run(agent_id="demo-agent")
     if crash_at is not None:
-        crash = CrashPlugin(crash_at)
+        def crash_now(point: str) -> None:
+            if on_crash is not None:
+                on_crash(point, run.run_id)
+            end_process(point)
+
+        crash = CrashPlugin(crash_at, action=crash_now)
         crash.watch(world)
         engine.register_plugin(crash, name="rac-demo-crash")
+    world.mark_demo_run(run.run_id)
     agent_saw: list[str] = []
-    with engine.run(agent_id="demo-agent") as run:
+    with run:
         for tool, args in DEMO_STEPS:
             try:
                 result = run.call(tool, **args)
@@ -105,21 +140,63 @@ def run_demo(fail: str = "car", store: str | None = None, *, fresh_world: bool =
     return result
 
 
-def recover_demo(store: str | None = None, *, world_path: str | None = None) -> DemoResult:
-    """Recover the demo runs a crash left unfinished, with the demo's engine and world; the
-    result describes the newest run recovered. Raises LookupError if there was none."""
-    store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
+def _demo_engine(store_url: str, world_path: str | None = None
+                 ) -> tuple[RAC, KeyedTravelWorld, set[str]]:
+    """The demo's engine and world for the log at ``store_url``, and the runs the demo wrote
+    there. Raises LookupError when there is no demo world beside the log."""
     path = world_path or world_path_for(store_url)
     if not Path(path).exists():
         raise LookupError(f"no demo world at {path}: run `rac demo --crash-at POINT` first")
+    mine = demo_runs(store_url, path)
+    log = open_store(store_url)  # first: a log RAC may not write to leaves the world alone
     world = KeyedTravelWorld(path)
-    engine = build_engine(world, open_store(store_url))
+    return build_engine(world, log), world, mine
+
+
+def _recover_mine(engine: RAC, mine: Iterable[str]) -> list[Any]:
+    """Recover the abandoned runs among the demo's own runs ``mine`` (never another run of
+    the log: the demo's engine would undo them in the demo's world)."""
+    from rac.recovery import find_unfinished
+
+    wanted = set(mine)
+    return engine.recover([r.run_id for r in find_unfinished(engine) if r.run_id in wanted])
+
+
+def recover_demo_runs(store: str, mine: Iterable[str], *,
+                      world_path: str | None = None) -> list[Any]:
+    """``rac recover`` without ``--app`` on a demo log: recover the abandoned demo runs."""
+    engine, world, known = _demo_engine(store, world_path)
     try:
-        tried = engine.recover()
+        return _recover_mine(engine, set(mine) & known)
+    finally:
+        world.close()
+        engine.store.close()
+
+
+def resume_demo(run_id: str, store: str, *, world_path: str | None = None) -> Any:
+    """``rac resume`` without ``--app`` of a run the demo wrote, with the demo's engine."""
+    engine, world, known = _demo_engine(store, world_path)
+    try:
+        if run_id not in known:
+            raise LookupError(f"run {run_id} was not written by `rac demo`")
+        return engine.resume(run_id)
+    finally:
+        world.close()
+        engine.store.close()
+
+
+def recover_demo(store: str | None = None, *, world_path: str | None = None) -> DemoResult:
+    """Recover the demo runs a crash left unfinished, with the demo's engine and world; the
+    result describes the newest run recovered. Raises LookupError if there was none. Only the
+    runs the demo wrote are touched."""
+    store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
+    engine, world, mine = _demo_engine(store_url, world_path)
+    try:
+        tried = _recover_mine(engine, mine)
         recovered = [r for r in tried if r.outcome not in ("skipped", "error")]
         errors = [r for r in tried if r.outcome == "error"]
         if not recovered and not errors:
-            newest = engine.store.list_runs(limit=1)
+            newest = [r for r in engine.store.list_runs() if r.run_id in mine][:1]
             if newest:  # the crash came after the run had finished: say so, show it
                 info = newest[0]
                 return DemoResult(info.run_id, info.status,

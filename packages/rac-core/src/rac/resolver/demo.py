@@ -88,6 +88,7 @@ def run_llm_demo(llm: str, fail: str = "car", store: str | None = None
         else real_model()
     store_url = store or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
     path = world_path_for(store_url)
+    log = open_store(store_url)  # first: a log RAC may not write to leaves the world alone
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         Path(path + suffix).unlink(missing_ok=True)
@@ -97,7 +98,7 @@ def run_llm_demo(llm: str, fail: str = "car", store: str | None = None
     tools: list[Any] = [t for t in world.tools() if getattr(t, "__name__", "") != "cancel_hotel"]
     engine = RAC(compensations={"book_flight": "cancel_flight", "book_car": "cancel_car"},
                  read_only=TRAVEL_READ_ONLY, tools=[*tools, release_room(world)],
-                 store=open_store(store_url), agent_id="demo-agent",
+                 store=log, agent_id="demo-agent",
                  plugins=[LLMResolver(model, policy="auto")],
                  retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2, jitter=0),
                  compensation_retry=RetryPolicy(max_attempts=3, initial_delay=0.05,

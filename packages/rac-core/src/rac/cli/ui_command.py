@@ -39,7 +39,7 @@ def ui_command(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise ValueError(f"rac ui needs the ui extra: pip install './packages/rac-core[ui]' "
                          f"({e.name} is missing)") from None
-    from rac.stores import open_store
+    from rac.cli.logs import open_log
     from rac.ui import serve
     from rac.ui.security import Guard, UIConfigError
 
@@ -49,10 +49,10 @@ def ui_command(args: argparse.Namespace) -> int:
         raise ValueError(str(e)) from None
     engine = None
     if args.app:
-        from rac.cli.recovery_commands import load_engine
+        from rac.cli.apps import load_engine
 
-        engine = load_engine(args.app, args.store)
-    store = engine.store if engine is not None else open_store(args.store)
+        engine = load_engine(args.app, open_log(args, write=True) if args.store else None)
+    store = engine.store if engine is not None else open_log(args, write=not args.read_only)
     where = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
     if guard.read_only:
         print(f"rac ui (read-only) on {where}/ over {store.url}", file=sys.stderr)

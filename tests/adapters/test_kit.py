@@ -17,6 +17,7 @@ from rac.adapters import (
     ToolCache,
     UnknownToolError,
     engine_for,
+    offer_to_rac,
     open_or_join,
     params_from_schema,
     registry_of,
@@ -50,6 +51,27 @@ def test_engine_from_keywords_gets_the_plugin_once_and_the_control_flow() -> Non
     assert again is engine and engine.agent_id == "a1"
     assert sum(isinstance(p, Plugin) for p in engine.plugin_manager.get_plugins()) == 1
     assert Stop in engine.passthrough and CallRefused not in engine.passthrough
+
+
+def test_tools_offered_to_rac_undo_without_being_the_agents(world: TravelWorld) -> None:
+    """``tools=`` next to an engine (``offer_to_rac``): the compensator is callable by RAC,
+    converted by the adapter's ``convert_tool``, though no agent tool is called that."""
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     compensations={"book_flight": "cancel_flight"})
+    converted: list[str] = []
+
+    def convert(fn: Any) -> Any:
+        converted.append(fn.__name__)
+        return fn
+
+    assert engine_for(engine, {"tools": [world.cancel_flight]}, convert_tool=convert) is engine
+    assert converted == ["cancel_flight"] and "cancel_flight" in engine.tools
+    offer_to_rac(engine, [])  # nothing to offer: nothing changes
+    with engine.run() as run:
+        run.call(world.book_flight, passenger="ann", origin="LHR", dest="CDG")
+        report = run.rollback(reason="the trip was called off")
+    assert report.clean and [u.compensator for u in report.compensated] == ["cancel_flight"]
+    assert world.live() == [] and world.calls["cancel_flight"] == 1
 
 
 def test_registry_is_bounded_and_never_evicts_a_busy_run(world: TravelWorld) -> None:

@@ -13,16 +13,19 @@ from rac_langgraph.tools import as_rac_tools
 
 
 def build_engine(engine: rac.RAC | None, agent_id: str | None, config: dict[str, Any]) -> rac.RAC:
-    """``engine`` (with ``tools`` from ``config`` registered), or a new :class:`rac.RAC` made from
-    the keywords in ``config``; both is refused (see :func:`rac.adapters.engine_for`).
-    LangChain tools in ``tools`` are converted."""
-    tools = config.pop("tools", None)
-    engine = engine_for(engine, config, plugin=LangGraphResults(), plugin_name=PLUGIN_NAME,
-                        passthrough=(GraphBubbleUp, InvalidToolCall, HandOff),
-                        agent_id=agent_id)
-    if tools:  # checked as they are added: the agent's own tools are not known yet
-        engine.register_tools(as_rac_tools(tools))
-    return engine
+    """``engine`` (with ``tools`` from ``config`` offered to it), or a new :class:`rac.RAC` made
+    from the keywords in ``config``; both is refused (see :func:`rac.adapters.engine_for`).
+    ``tools`` are offered to RAC, never to the model (:func:`rac.adapters.offer_to_rac`):
+    LangChain tools are converted, and those of langchain-mcp-adapters keep their MCP
+    declarations."""
+    return engine_for(engine, config, plugin=LangGraphResults(), plugin_name=PLUGIN_NAME,
+                      passthrough=(GraphBubbleUp, InvalidToolCall, HandOff),
+                      agent_id=agent_id, convert_tool=_convert)
+
+
+def _convert(tool: Any) -> Any:
+    [converted] = as_rac_tools([tool])
+    return converted
 
 
 def prepare(engine: rac.RAC) -> None:

@@ -18,11 +18,14 @@ same in every framework, and lives here:
 - :func:`batch_key`, :func:`execute`, :func:`aexecute`: the calls one model turn started, as one
   parallel batch.
 - :class:`CallRefused`, :func:`declare_control_flow`: exceptions that pass through untouched.
+- :func:`offer_to_rac`: tools RAC may call that the model is not offered (compensators,
+  lookups), in code or from MCP: what every adapter's ``tools=[...]`` does.
 """
 
 from rac.adapters.batches import Batch, aexecute, batch_key, execute, supports_batches
 from rac.adapters.control import CallRefused, declare_control_flow, failure_text
 from rac.adapters.engines import engine_for
+from rac.adapters.offered import offer_to_rac
 from rac.adapters.params import params_from_schema
 from rac.adapters.registry import RunRegistry, registry_of
 from rac.adapters.routing import UnknownToolError, aroute, route
@@ -32,6 +35,7 @@ from rac.adapters.tools import ToolCache, ToolSetCache, framework_tool
 __all__ = [
     "Batch", "CallRefused", "RunRegistry", "RunScope", "ToolCache", "ToolSetCache",
     "UnknownToolError", "aexecute", "aroute", "batch_key", "declare_control_flow", "engine_for",
-    "execute", "failure_text", "framework_tool", "in_async_run", "in_run", "open_or_join",
+    "execute", "failure_text", "framework_tool", "in_async_run", "in_run", "offer_to_rac",
+    "open_or_join",
     "params_from_schema", "registry_of", "route", "supports_batches",
 ]

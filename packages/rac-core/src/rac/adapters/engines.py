@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rac.adapters.offered import offer_to_rac
 from rac.engine import RAC
 from rac.errors import ConfigurationError
 
@@ -59,7 +60,7 @@ def engine_for(engine: RAC | None, config: Mapping[str, Any], *, plugin: object 
     if passthrough:
         engine.add_passthrough(*passthrough)
     if tools:
-        engine.register_tools([convert_tool(t) for t in tools] if convert_tool else tools)
+        offer_to_rac(engine, tools, convert_tool)
     return engine
 
 

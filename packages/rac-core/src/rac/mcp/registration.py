@@ -109,15 +109,17 @@ def _map_before(spec: BeforeImage | None, names: NameMap) -> BeforeImage | None:
 
 
 def declarations_from_mcp(tools: Iterable[Any], *, server: str | None = None,
-                          trusted: bool = False, names: NameMap | None = None
-                          ) -> MCPDeclarations:
+                          trusted: bool = False, names: NameMap | None = None,
+                          also_listed: Iterable[str] = ()) -> MCPDeclarations:
     """Read, validate and judge the declarations of one server's tools.
 
     ``tools`` are the server's listed tools in any shape :mod:`rac.mcp.reading` reads (mcp 1.x
     or 2.x ``Tool`` objects, their dicts, langchain-mcp-adapters' tools). Every tool a
     declaration names must be among them. ``server`` names the server in messages;
     ``trusted`` says whether its read-only and idempotency claims are believed (see
-    :mod:`rac.mcp.trust`); ``names`` translates to the names the agent uses.
+    :mod:`rac.mcp.trust`); ``names`` translates to the names the agent uses. ``also_listed``
+    names tools that count as listed without being read here (tools RAC may call that the
+    model is not offered, see :func:`register_offered_tools`).
     """
     names = names or NameMap()
     views: list[MCPToolView] = []
@@ -127,7 +129,7 @@ def declarations_from_mcp(tools: Iterable[Any], *, server: str | None = None,
     names.learn(v.name for v in views)
     parsed = [_decl.parse(v.name, v.meta, v.annotations, v.input_schema, server=server)
               for v in views]
-    _decl.validate(parsed, [v.name for v in views], server=server)
+    _decl.validate(parsed, [*(v.name for v in views), *also_listed], server=server)
     # The names the agent uses for the server's tools, as the listing gives them (a name map
     # only translates names the listing does not carry).
     listed = {v.name: v.framework_name for v in views}
@@ -163,6 +165,9 @@ class MCPState:
     applied declaration, by the name the agent uses."""
 
     tools: dict[str, MCPTool] = field(default_factory=dict)
+    #: LangChain tools offered to RAC and not to the model (compensators, lookups): they count
+    #: as listed when the agent's tools' declarations are checked
+    withheld: list[Any] = field(default_factory=list)
 
 
 def state_of(engine: RAC) -> MCPState:
@@ -245,29 +250,46 @@ def _carries_mcp(tool: Any) -> bool:
                                                            "idempotentHint", "openWorldHint")))
 
 
-def register_offered_tools(engine: RAC, tools: Iterable[Any]) -> MCPDeclarations | None:
+def register_offered_tools(engine: RAC, tools: Iterable[Any], *,
+                           withheld: bool = False) -> MCPDeclarations | None:
     """Register the MCP declarations of the LangChain tools langchain-mcp-adapters built among
-    an agent's ``tools`` (an adapter calls this with the tools it offers RAC).
+    ``tools`` (an adapter calls this with the tools it offers RAC).
+
+    ``withheld=False``: ``tools`` are an agent's, offered to the model. ``withheld=True``: they
+    are offered to RAC only, never bound to the model (compensators and lookups users hide from
+    the LLM; :func:`rac.adapters.offer_to_rac` passes them here): they are kept, and count as
+    listed whenever an agent's declarations are checked. A declaration may name any tool
+    offered so far (the agent's, the withheld ones, or a tool registered with the engine).
 
     Tools already registered (by :meth:`rac.RAC.register_mcp_tools`, with their trust and
     server) keep that registration; the others are registered untrusted. Returns the new
-    declarations, or None when no tool carries MCP metadata. A malformed declaration raises
-    :class:`rac.ConfigurationError`, as it would have from ``register_mcp_tools``.
+    declarations, or None when no tool carries MCP metadata. A malformed declaration, or one
+    naming a tool offered nowhere, raises :class:`rac.ConfigurationError`, as it would have
+    from ``register_mcp_tools``.
     """
     offered = [t for t in tools if is_langchain_tool(t)]
+    state = state_of(engine)
+    if withheld:
+        known = {id(t) for t in state.withheld}
+        state.withheld.extend(t for t in offered if id(t) not in known)
     mcp_tools = [t for t in offered if _carries_mcp(t)]
     if not mcp_tools:
         return None
-    state = state_of(engine)
     if all(getattr(t, "name", None) in state.tools for t in mcp_tools):
         return None
-    # The agent's tools are the listing the declarations are checked against.
+    # The agent's tools, the withheld ones and the engine's are the listing the declarations
+    # are checked against.
+    seen = {id(t) for t in offered}
+    listing = [*offered, *(t for t in state.withheld if id(t) not in seen)]
     try:
-        found = declarations_from_mcp(offered, server=None, trusted=False)
+        found = declarations_from_mcp(listing, server=None, trusted=False,
+                                      also_listed=engine.tools)
     except ConfigurationError as e:
-        raise ConfigurationError(f"{e} (read from the MCP metadata of the agent's tools; "
-                                 "register them with engine.register_mcp_tools(tools, "
-                                 "server=...) to name the server)") from None
+        raise ConfigurationError(f"{e} (read from the MCP metadata of the agent's tools; give "
+                                 "the tools the model is not offered to RAC with the adapter's "
+                                 "tools=[...], or register them with "
+                                 "engine.register_mcp_tools(tools, server=...) to name the "
+                                 "server)") from None
     fresh = MCPDeclarations(server=None, trusted=False)
     for name, tool in found.tools.items():
         if name in state.tools:

@@ -91,7 +91,7 @@ def test_a_v1_log_migrates_in_place(tmp_path: Path) -> None:
     (run,) = store.list_runs()
     old = store.get_records(run.run_id)
     assert len(old) == n_records
-    assert all((r.effect, r.undo) == ("", None) for r in old)
+    assert all((r.effect, r.undo, r.call_id) == ("", None, "") for r in old)
     store.append(make_record(run.run_id, 99, effect="unsafe", undo={"booking_id": "FL-9"}))
     assert store.get_records(run.run_id)[-1].undo == {"booking_id": "FL-9"}
     store.close()

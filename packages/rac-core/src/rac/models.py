@@ -87,6 +87,11 @@ class Record:
     #: displays and events, encrypted at rest when the store has a key. None when nothing is
     #: needed beyond ``args``/``result``.
     undo: dict[str, Any] | None = None
+    #: The framework's own id of the call (a model's ``tool_call_id``), when the adapter gave
+    #: one: a resumed agent that repeats a call is matched to its record by it, in any process,
+    #: so two identical calls are two calls. Empty for calls with no such id, and in logs
+    #: written before it existed.
+    call_id: str = ""
 
     def copy(self) -> Record:
         """A shallow copy whose lists are not shared."""
@@ -95,7 +100,7 @@ class Record:
                       self.idempotency_key, list(self.depends_on), self.compensates,
                       self.alternative_of, self.compensable, self.read_only, self.note,
                       self.created_at, self.updated_at, self.effect,
-                      dict(self.undo) if self.undo is not None else None)
+                      dict(self.undo) if self.undo is not None else None, self.call_id)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (enums as their values), ``undo`` included: this is

@@ -412,21 +412,21 @@ class ReplayRun(Run):
 
     def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
                 agent_id: str | None = None, depends_on: Iterable[int] = (),
-                batch: Any = None) -> CallOutcome:
+                batch: Any = None, call_id: str | None = None) -> CallOutcome:
         replayed = self._replayed(name, dict(args))
         if replayed is not None:
             return replayed
         return super().execute(name, args, invoke, agent_id=agent_id, depends_on=depends_on,
-                               batch=batch)
+                               batch=batch, call_id=call_id)
 
     async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
                        agent_id: str | None = None, depends_on: Iterable[int] = (),
-                       batch: Any = None) -> CallOutcome:
+                       batch: Any = None, call_id: str | None = None) -> CallOutcome:
         replayed = self._replayed(name, dict(args))
         if replayed is not None:
             return replayed
         return await super().aexecute(name, args, ainvoke, agent_id=agent_id,
-                                      depends_on=depends_on, batch=batch)
+                                      depends_on=depends_on, batch=batch, call_id=call_id)
 
 
 def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,

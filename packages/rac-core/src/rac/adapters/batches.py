@@ -38,21 +38,24 @@ def batch_key(*parts: Hashable) -> Hashable | None:
 
 
 def execute(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
-            agent_id: str | None = None, batch: Hashable | None = None) -> CallOutcome:
-    """``run.execute`` for one call of the batch ``batch`` (None: a call of its own)."""
+            agent_id: str | None = None, batch: Hashable | None = None,
+            call_id: str | None = None) -> CallOutcome:
+    """``run.execute`` for one call of the batch ``batch`` (None: a call of its own);
+    ``call_id`` is the framework's id of the call (see :attr:`rac.Record.call_id`)."""
     if batch is not None and _BATCHES:
-        return run.execute(name, args, invoke, agent_id=agent_id,
+        return run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id,
                            batch=batch)  # type: ignore[call-arg, unused-ignore]
-    return run.execute(name, args, invoke, agent_id=agent_id)
+    return run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id)
 
 
 async def aexecute(run: Run, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
-                   agent_id: str | None = None, batch: Hashable | None = None) -> CallOutcome:
+                   agent_id: str | None = None, batch: Hashable | None = None,
+                   call_id: str | None = None) -> CallOutcome:
     """Async :func:`execute`."""
     if batch is not None and _BATCHES:
-        return await run.aexecute(name, args, ainvoke, agent_id=agent_id,
+        return await run.aexecute(name, args, ainvoke, agent_id=agent_id, call_id=call_id,
                                   batch=batch)  # type: ignore[call-arg, unused-ignore]
-    return await run.aexecute(name, args, ainvoke, agent_id=agent_id)
+    return await run.aexecute(name, args, ainvoke, agent_id=agent_id, call_id=call_id)
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,13 @@ class Batch:
     key: Hashable | None
 
     def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
-                agent_id: str | None = None) -> CallOutcome:
+                agent_id: str | None = None, call_id: str | None = None) -> CallOutcome:
         """:func:`execute` in this batch."""
-        return execute(self.run, name, args, invoke, agent_id=agent_id, batch=self.key)
+        return execute(self.run, name, args, invoke, agent_id=agent_id, batch=self.key,
+                       call_id=call_id)
 
     async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
-                       agent_id: str | None = None) -> CallOutcome:
+                       agent_id: str | None = None, call_id: str | None = None) -> CallOutcome:
         """:func:`aexecute` in this batch."""
-        return await aexecute(self.run, name, args, ainvoke, agent_id=agent_id, batch=self.key)
+        return await aexecute(self.run, name, args, ainvoke, agent_id=agent_id, batch=self.key,
+                              call_id=call_id)

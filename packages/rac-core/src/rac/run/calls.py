@@ -69,10 +69,12 @@ class Performed:
 def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None,
               depends_on: Iterable[int], batch: Any, scope: str, invoke: Invoker,
               ainvoke: AsyncInvoker | None, planned: Intent | None = None,
-              resume: tuple[Begun, Attempt] | None = None) -> Flow[CallOutcome]:
+              resume: tuple[Begun, Attempt] | None = None,
+              call_id: str | None = None) -> Flow[CallOutcome]:
     """The whole life of one call (see the module docstring). ``planned`` is the call's intent
     already planned; ``resume`` continues a call whose intent is written and whose first
-    attempt was made (by a caller that made it itself)."""
+    attempt was made (by a caller that made it itself); ``call_id`` is the framework's id of
+    the call, written on each record it makes (the alternatives' too)."""
     engine = run.engine
     first: Failure | None = None
     tried: list[AttemptedAlternative] = []
@@ -84,7 +86,7 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
             (begun, made), resume = resume, None
         else:
             begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq, batch,
-                                     planned if tool == name else None)
+                                     planned if tool == name else None, call_id=call_id)
         rec = begun.record
         if first_seq is None:
             first_seq = rec.seq
@@ -203,10 +205,13 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
 
 def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
           depends_on: list[int], alternative_of: int | None, batch: Any,
-          planned: Intent | None = None) -> Flow[Begun]:
+          planned: Intent | None = None, *, call_id: str | None = None) -> Flow[Begun]:
     """Decide whether the call may run (its policies, its before-image) and write its intent
-    record: the first half of the write-ahead log. ``planned`` is an intent already planned."""
+    record: the first half of the write-ahead log. ``planned`` is an intent already planned;
+    ``call_id`` the framework's id of the call."""
     intent = planned or plan_intent(run, tool, args, agent_id, scope, alternative_of)
+    if call_id:
+        intent.record.call_id = call_id
     comp = intent.comp
     if comp is not None and comp.before is not None and intent.refusal is None:
         ok, before = yield from read_before(run, comp.before, args, "")

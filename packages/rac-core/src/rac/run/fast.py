@@ -43,7 +43,7 @@ _UNSAFE = str(Effect.UNSAFE)
 
 def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
                  agent_id: str | None, depends_on: Iterable[int],
-                 scope: str) -> CallOutcome | None:
+                 scope: str, call_id: str | None = None) -> CallOutcome | None:
     """The plainest successful call, or None when the call is not of that kind (nothing was
     written: the caller takes the general path)."""
     engine = run.engine
@@ -69,7 +69,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
         rec = Record(run.run_id, seq, name, _ACTION, _PENDING, agent_id or run.agent_id, scope,
                      stored_args, None, None, 1, step_key(run.key_prefix, seq, "action"),
                      sorted(set(inferred).union(deps)) if deps else inferred, None, None, True,
-                     False, None, now, now, _UNSAFE, None)
+                     False, None, now, now, _UNSAFE, None, call_id or "")
         engine.store.append(rec)  # RunLog.append minus its announcement: nobody listens
         run.log.records[seq] = rec
         run.in_flight.add(seq)
@@ -80,7 +80,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
         raise
     except Exception as e:  # noqa: BLE001 - a failure is data for the flow
         return _general(run, name, args, invoke, rec, deps, scope, agent_id,
-                        Attempt(False, None, None, e, classify(engine, name, e)))
+                        Attempt(False, None, None, e, classify(engine, name, e)), call_id)
     except BaseException as e:
         run.interrupted(rec, e)
         raise
@@ -88,11 +88,11 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
     if stored is None or default_detect_result_error(raw) is not None \
             or not engine.hooks.defaults_only:  # (a plugin may have come meanwhile)
         return _general(run, name, args, invoke, rec, deps, scope, agent_id,
-                        read_result(engine, name, raw))
+                        read_result(engine, name, raw), call_id)
     with run.lock:
         if seq in run.doomed:
             return _general(run, name, args, invoke, rec, deps, scope, agent_id,
-                            Attempt(True, raw, raw))
+                            Attempt(True, raw, raw), call_id)
         run.in_flight.discard(seq)
         now = engine.clock.now()
         engine.store.update_record(run.run_id, seq, status=_COMPLETED, attempts=1,
@@ -103,7 +103,8 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
 
 
 def _general(run: Run, name: str, args: dict[str, Any], invoke: Invoker, rec: Record,
-             deps: list[int], scope: str, agent_id: str | None, got: Attempt) -> CallOutcome:
+             deps: list[int], scope: str, agent_id: str | None, got: Attempt,
+             call_id: str | None) -> CallOutcome:
     """Go on in the general flow with the intent written and the first attempt made."""
     engine = run.engine
     comp = engine.registry.pairs[name]
@@ -114,5 +115,5 @@ def _general(run: Run, name: str, args: dict[str, Any], invoke: Invoker, rec: Re
         return drive_sync(complete(run, rec, args, got), engine.clock, engine.passthrough)
     return drive_sync(call_flow(run, name, args, agent_id=agent_id, depends_on=deps,
                                 batch=None, scope=scope, invoke=invoke, ainvoke=None,
-                                resume=(Begun(rec, args), got)),
+                                resume=(Begun(rec, args), got), call_id=call_id),
                       engine.clock, engine.passthrough)

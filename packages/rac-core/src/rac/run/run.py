@@ -242,7 +242,7 @@ class Run:
     # -- entry points --------------------------------------------------------------------------
     def execute(self, name: str, args: dict[str, Any], invoke: Invoker, *,
                 agent_id: str | None = None, depends_on: Iterable[int] = (),
-                batch: Any = None) -> CallOutcome:
+                batch: Any = None, call_id: str | None = None) -> CallOutcome:
         """Run one tool call under RAC (the adapter API, blocking).
 
         ``invoke(tool_name, args)`` performs a call of the named tool (the requested one or an
@@ -250,22 +250,25 @@ class Run:
         names the parallel calls of one model turn (any hashable, e.g. the id of the message
         that asked for them): once a rollback of this run has begun after the batch's first
         call, a call of the batch that has not started is refused, and one still running is
-        undone when it returns.
+        undone when it returns. ``call_id`` is the framework's own id of the call (a model's
+        ``tool_call_id``), written on its records (:attr:`rac.Record.call_id`) so that a
+        resumed agent repeating the call can find them.
         """
         self.start()
         scope = self.current_scope()
         if batch is None and self.engine.fast_path:
             done = execute_fast(self, name, args, invoke, agent_id=agent_id,
-                                depends_on=depends_on, scope=scope)
+                                depends_on=depends_on, scope=scope, call_id=call_id)
             if done is not None:
                 return done
         flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
-                         batch=batch, scope=scope, invoke=invoke, ainvoke=None)
+                         batch=batch, scope=scope, invoke=invoke, ainvoke=None,
+                         call_id=call_id)
         return drive_sync(flow, self.engine.clock, self.engine.passthrough)
 
     async def aexecute(self, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
                        agent_id: str | None = None, depends_on: Iterable[int] = (),
-                       batch: Any = None) -> CallOutcome:
+                       batch: Any = None, call_id: str | None = None) -> CallOutcome:
         """Run one tool call under RAC without blocking the event loop (the adapter API)."""
         self.start()
 
@@ -274,7 +277,7 @@ class Run:
 
         flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
                          batch=batch, scope=self.current_scope(), invoke=unused,
-                         ainvoke=ainvoke)
+                         ainvoke=ainvoke, call_id=call_id)
         return await drive_async(flow, self.engine.clock, self.engine.passthrough)
 
     # -- settling a call that may have happened ------------------------------------------------

@@ -18,7 +18,7 @@ from rac.models import PairRecord, Record, RunInfo, RunStatus
 RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args",
                   "result", "error", "attempts", "idempotency_key", "depends_on", "compensates",
                   "alternative_of", "compensable", "read_only", "note", "created_at",
-                  "updated_at", "effect", "undo"]
+                  "updated_at", "effect", "undo", "call_id"]
 RUN_COLUMNS = ["run_id", "agent_id", "status", "created_at", "updated_at", "owner",
                "lease_until", "summary"]
 PAIR_COLUMNS = ["key", "tool", "compensator", "args", "source", "status", "schema_hash",
@@ -58,6 +58,7 @@ def decode_record(row: Sequence[Any], undo: dict[str, Any] | None) -> Record:
         d[name] = bool(d[name])
     d["depends_on"] = d["depends_on"] or []
     d["effect"] = d["effect"] or ""
+    d["call_id"] = d["call_id"] or ""
     d["undo"] = undo
     return Record.from_dict(d)
 

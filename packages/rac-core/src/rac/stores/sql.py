@@ -130,6 +130,11 @@ MIGRATIONS: list[tuple[int, str]] = [
         updated_at {real} NOT NULL
     )
     """),
+    # The framework's id of each call (a model's tool_call_id), so that a resumed agent's
+    # repeated call finds its own record (see Record.call_id).
+    (4, """
+    ALTER TABLE {p}records ADD COLUMN call_id TEXT NOT NULL DEFAULT ''
+    """),
 ]
 
 #: The newest schema version this RAC knows; a log with a newer one is refused.

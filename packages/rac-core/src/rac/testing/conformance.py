@@ -76,7 +76,7 @@ def make_record(run_id: str, seq: int, tool: str = "book_flight", **kw: Any) -> 
         idempotency_key=f"key-{run_id}-{seq}", depends_on=[], compensates=None,
         alternative_of=None, compensable=True, read_only=False, note=None,
         created_at=1000.0 + seq, updated_at=1000.0 + seq, effect="keyed",
-        undo={"booking_ref": f"ref-{seq}"})
+        undo={"booking_ref": f"ref-{seq}"}, call_id=f"call-{seq}")
     base.update(kw)
     return Record(run_id, seq, tool, **base)
 

@@ -94,3 +94,38 @@ def test_an_engine_without_an_injector_is_not_asked(make_engine: Callable[..., r
     assert [a[:3] for a in injector.asked] == [
         ("book_flight", "action", "before"), ("book_flight", "action", "after"),
         ("book_hotel", "action", "before"), ("book_hotel", "action", "after")]
+
+
+class Attempts:
+    """Records every attempt's start and end."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, int, str | None]] = []
+
+    @rac.hookimpl
+    def rac_attempt_started(self, record: rac.Record) -> None:
+        self.seen.append(("start", record.tool, record.attempts, None))
+
+    @rac.hookimpl
+    def rac_attempt_finished(self, record: rac.Record, error: BaseException | None) -> None:
+        self.seen.append(("end", record.tool, record.attempts,
+                          type(error).__name__ if error is not None else None))
+
+
+def test_every_attempt_is_announced_with_its_number_and_outcome(
+        make_engine: Callable[..., rac.RAC], world: TravelWorld) -> None:
+    world.fail("book_hotel", "transient", times=1)
+    world.fail("book_car", "permanent")
+    attempts = Attempts()
+    engine = make_engine(plugins=[attempts])
+    with pytest.raises(rac.ToolCallFailed), engine.run() as run:
+        _trip(run, world)
+        run.call(world.book_car, driver="ann", city="Paris")
+    assert attempts.seen == [
+        ("start", "book_flight", 1, None), ("end", "book_flight", 1, None),
+        ("start", "book_hotel", 1, None), ("end", "book_hotel", 1, "TransientError"),
+        ("start", "book_hotel", 2, None), ("end", "book_hotel", 2, None),
+        ("start", "book_car", 1, None), ("end", "book_car", 1, "PermanentError"),
+        ("start", "cancel_hotel", 1, None), ("end", "cancel_hotel", 1, None),
+        ("start", "cancel_flight", 1, None), ("end", "cancel_flight", 1, None)]
+    assert not engine.hooks.defaults_only  # a listener: the shortcut steps aside

@@ -26,7 +26,7 @@ _FIRST_RESULT = ("rac_resolve_compensation", "rac_map_compensation_args", "rac_c
                  "rac_detect_result_error", "rac_normalize_result", "rac_approve_compensation",
                  "rac_approve_action", "rac_render_report", "rac_adapt_tool", "rac_inject_fault")
 _NOTIFY = ("rac_record_written", "rac_run_status_changed", "rac_rollback_started",
-           "rac_rollback_finished")
+           "rac_rollback_finished", "rac_attempt_started", "rac_attempt_finished")
 
 _Impl = tuple[str, Callable[..., Any], tuple[str, ...]]
 
@@ -63,6 +63,8 @@ class Hooks:
             not impls.get("rac_normalize_result")
             and impls.get("rac_record_written") == []
             and impls.get("rac_inject_fault") == []
+            and impls.get("rac_attempt_started") == []
+            and impls.get("rac_attempt_finished") == []
             and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
             and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
 

@@ -234,6 +234,32 @@ def rac_record_written(record: Record, previous: str | None) -> None:
 
 
 @hookspec
+def rac_attempt_started(record: Record) -> None:
+    """An attempt of a tool call or a compensation is about to call the tool.
+
+    :param record: a copy of the action or compensation record the attempt belongs to;
+        ``record.attempts`` is the attempt's number (1 for the first).
+
+    Called once per attempt (retries included), on every implementation, only while some
+    plugin implements it (tracing: ``rac.otel``). A listener that raises is reported, not
+    propagated.
+    """
+
+
+@hookspec
+def rac_attempt_finished(record: Record, error: BaseException | None) -> None:
+    """An attempt of a tool call or a compensation ended.
+
+    :param record: a copy of its record (``attempts`` is the attempt's number).
+    :param error: None when the attempt succeeded, else the failure (the exception the tool
+        raised, or the error its result reported).
+
+    Called once per attempt, after it was read, on every implementation, only while some
+    plugin implements it. A listener that raises is reported, not propagated.
+    """
+
+
+@hookspec
 def rac_run_status_changed(run_id: str, status: RunStatus, previous: RunStatus | None) -> None:
     """A run was created (``previous`` None) or changed status.
 

@@ -53,6 +53,16 @@ def attempt(engine: RAC, tool: str, invoke: Invoke,
     """Make one attempt through the driver and read it. ``record`` is the action or
     compensation the attempt belongs to (what a fault injector is told, see
     ``rac_inject_fault``)."""
+    hooks = engine.hooks
+    if record is not None and hooks.listened("rac_attempt_started"):
+        hooks.notify("rac_attempt_started", record=record.copy())
+    got = yield from _attempt(engine, tool, invoke, record)
+    if record is not None and hooks.listened("rac_attempt_finished"):
+        hooks.notify("rac_attempt_finished", record=record.copy(), error=got.error)
+    return got
+
+
+def _attempt(engine: RAC, tool: str, invoke: Invoke, record: Record | None) -> Flow[Attempt]:
     injecting = record is not None and engine.hooks.listened("rac_inject_fault")
     if injecting:
         fault = _fault(engine, record, invoke, "before", None)

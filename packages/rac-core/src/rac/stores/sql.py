@@ -135,6 +135,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     (4, """
     ALTER TABLE {p}records ADD COLUMN call_id TEXT NOT NULL DEFAULT ''
     """),
+    # Runs in the order query_runs pages them (newest first, keyset on created_at, run_id):
+    # a page of a big log reads one page of the index, not every run.
+    (5, """
+    CREATE INDEX IF NOT EXISTS {p}runs_created ON {p}runs(created_at, run_id)
+    """),
 ]
 
 #: The newest schema version this RAC knows; a log with a newer one is refused.

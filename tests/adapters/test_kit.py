@@ -180,3 +180,74 @@ def test_a_batch_call_not_started_when_the_rollback_began_is_refused(world: Trav
     assert late.refused and "same model turn" in (late.message or "")
     assert later.ok  # the replan's message is a batch of its own
     assert world.calls.get("book_hotel") == 1
+
+
+FLIGHT = {"passenger": "ann", "origin": "SFO", "dest": "CDG"}
+
+
+def _through(run: rac.Run, agent: str) -> Any:
+    """An ``invoke`` calling ``agent``'s tools of ``run``."""
+
+    def invoke(name: str, args: dict[str, Any]) -> Any:
+        tool = run.tool(name, agent)
+        assert tool is not None
+        return tool.invoke(args)
+
+    return invoke
+
+
+def _two_vendors(engine: rac.RAC, a: TravelWorld, b: TravelWorld) -> rac.Run:
+    """A run in which vendors a and b each book a flight through their own ``book_flight``
+    (tools of one name, two systems), then b's car fails for good."""
+    b.fail("book_car", "permanent", message="no cars")
+    with engine.run() as run:
+        run.add_tools(a.tools(), agent_id="vendor-a")
+        run.add_tools(b.tools(), agent_id="vendor-b")
+
+        def through(agent: str) -> Any:
+            return _through(run, agent)
+
+        assert run.execute("book_flight", FLIGHT, through("vendor-a"), agent_id="vendor-a").ok
+        assert run.execute("book_flight", FLIGHT, through("vendor-b"), agent_id="vendor-b").ok
+        assert not run.execute("book_car", {"driver": "ann", "city": "Paris"},
+                               through("vendor-b"), agent_id="vendor-b").ok
+    return run
+
+
+def test_tools_of_one_name_offered_by_two_agents_each_undo_their_own() -> None:
+    """Promise 1 of the adapter kit: two agents' tools of one name are two tools; a rollback
+    undoes each agent's call through that agent's compensator, never the other's."""
+    a, b = TravelWorld(), TravelWorld()
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     compensations={"book_flight": "cancel_flight", "book_car": "cancel_car"})
+    run = _two_vendors(engine, a, b)
+    assert run.status is rac.RunStatus.COMPENSATED
+    for world in (a, b):
+        [flight] = world.bookings()
+        assert (flight["status"], flight["cancellations"]) == ("cancelled", 1)
+    comps = [(r.tool, r.agent_id) for r in run.records() if r.kind is rac.RecordKind.COMPENSATION]
+    assert comps == [("cancel_flight", "vendor-b"), ("cancel_flight", "vendor-a")]
+
+
+def test_recovery_undoes_each_agents_call_through_its_own_tools(tmp_path: Any) -> None:
+    """The tools an engine is given per agent (``register_tools(..., agent_id=...)``, what a
+    start-up recovery needs) reach each agent's system when a crashed run is recovered."""
+    a, b = TravelWorld(), TravelWorld()
+    pairs = {"book_flight": "cancel_flight"}
+    url = f"sqlite:///{tmp_path / 'rac.db'}"
+    crashed = rac.RAC(store=url, load_entrypoints=False, compensations=pairs)
+    run = crashed.run()
+    run.__enter__()  # never left: the process "dies" with the run open
+    for agent, world in (("vendor-a", a), ("vendor-b", b)):
+        run.add_tools(world.tools(), agent_id=agent)
+        assert run.execute("book_flight", FLIGHT, _through(run, agent), agent_id=agent).ok
+    fresh = rac.RAC(store=url, load_entrypoints=False, compensations=pairs)
+    fresh.register_tools(a.tools(), agent_id="vendor-a")
+    fresh.register_tools(b.tools(), agent_id="vendor-b")
+    [recovered] = fresh.recover(stale_after=0.0)
+    assert recovered.outcome == "compensated", recovered
+    for world in (a, b):
+        [flight] = world.bookings()
+        assert (flight["status"], flight["cancellations"]) == ("cancelled", 1)
+    crashed.store.close()
+    fresh.store.close()

@@ -147,6 +147,8 @@ class RAC:
         self.extensions: dict[str, Any] = {}
         self._adapted: dict[tuple[Any, str | None], Tool] = {}
         self.tools: dict[str, Tool] = {}
+        #: agent id -> tools registered for that agent (see :meth:`register_tools`)
+        self.agent_tools: dict[str, dict[str, Tool]] = {}
         self.retry = retry or RetryPolicy()
         self.compensation_retry = compensation_retry or RetryPolicy(max_attempts=5)
         self.no_compensation: NoCompensationPolicy = no_compensation
@@ -234,10 +236,16 @@ class RAC:
             self._adapted[obj_key] = tool
         return tool
 
-    def register_tools(self, tools: Iterable[Any]) -> None:
+    def register_tools(self, tools: Iterable[Any], *, agent_id: str | None = None) -> None:
         """Make tools callable by the engine (compensators, alternatives) and check the
-        declarations that concern them."""
+        declarations that concern them.
+
+        With ``agent_id`` they are that agent's tools: the records of that agent's calls are
+        undone through them first (see :meth:`rac.Run.tool`), so the tools of two agents that
+        share a name each reach their own system, in recovery too."""
         new = tools_by_name([self.adapt_tool(t) for t in tools])
+        if agent_id is not None:
+            self.agent_tools.setdefault(agent_id, {}).update(new)
         self.tools.update(new)
         self.registry.check_known(self.tools, only_for=list(new))
         self.registry.check_params(self.tools)

@@ -32,14 +32,16 @@ def _unknown(name: str, hint: str) -> UnknownToolError:
 
 def route(run: Run, requested: str, call: Call, *,
           through: Callable[[str], Call | None] | None = None,
-          direct: Callable[[str, Any], Any] | None = None, hint: str = "") -> Invoke:
+          direct: Callable[[str, Any], Any] | None = None, hint: str = "",
+          agent_id: str | None = None) -> Invoke:
     """The ``invoke`` for ``run.execute`` of a call of ``requested``.
 
     ``call(args)`` runs the requested tool through the framework. For another name,
     ``through(name)`` gives the framework's way to call the agent's tool of that name (or None
     if the agent has none); otherwise the run's or engine's :class:`rac.Tool` is called, and
     ``direct(name, raw)`` turns its raw result into what the framework expects (a tool
-    message, say). A name found nowhere raises :class:`UnknownToolError` (a failure of that
+    message, say); with ``agent_id``, that agent's tool of the name comes first (see
+    :meth:`rac.Run.tool`). A name found nowhere raises :class:`UnknownToolError` (a failure of that
     attempt), with ``hint`` saying where to register it.
     """
 
@@ -49,7 +51,7 @@ def route(run: Run, requested: str, call: Call, *,
         other = through(name) if through is not None else None
         if other is not None:
             return other(args)
-        tool = run.tool(name)
+        tool = run.tool(name, agent_id)
         if tool is None:
             raise _unknown(name, hint)
         raw = tool.invoke(args)
@@ -60,7 +62,8 @@ def route(run: Run, requested: str, call: Call, *,
 
 def aroute(run: Run, requested: str, acall: AsyncCall, *,
            through: Callable[[str], AsyncCall | None] | None = None,
-           direct: Callable[[str, Any], Any] | None = None, hint: str = "") -> AsyncInvoke:
+           direct: Callable[[str, Any], Any] | None = None, hint: str = "",
+           agent_id: str | None = None) -> AsyncInvoke:
     """Async :func:`route`, for ``run.aexecute``."""
 
     async def ainvoke(name: str, args: dict[str, Any]) -> Any:
@@ -69,7 +72,7 @@ def aroute(run: Run, requested: str, acall: AsyncCall, *,
         other = through(name) if through is not None else None
         if other is not None:
             return await other(args)
-        tool = run.tool(name)
+        tool = run.tool(name, agent_id)
         if tool is None:
             raise _unknown(name, hint)
         raw = await tool.ainvoke(args)

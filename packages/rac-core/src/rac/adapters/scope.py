@@ -23,7 +23,9 @@ class RunScope:
     """The run of one entry point: the run of ``engine`` already open in this context (joined,
     left as it is on exit), else a new one opened on entry and closed on exit (completed, or
     rolled back when an exception leaves the block, as ``with engine.run()`` does). Works with
-    ``with`` and ``async with``.
+    ``with`` and ``async with``. ``tools`` are offered to the run either way, as the tools of
+    ``agent_id`` (see :meth:`rac.Run.add_tools`): an agent joining another's run undoes its
+    calls through its own tools even when the other has tools of the same names.
 
     An exception leaving the block that the engine declares control flow
     (``engine.passthrough``: the framework pausing or stopping the agent) closes the run
@@ -52,12 +54,13 @@ class RunScope:
 
     def _enter(self) -> tuple[Run, bool]:
         current = self.engine.current_run()
-        if current is not None:
-            self.run, self.opened = current, False
-            return current, False
-        run = self.engine.run(agent_id=self.agent_id, run_id=self.run_id, tools=self.tools)
-        self.run, self.opened = run, True
-        return run, True
+        opened = current is None
+        run = current if current is not None else self.engine.run(agent_id=self.agent_id,
+                                                                  run_id=self.run_id)
+        if self.tools:  # the entry point's tools, as its agent's (two agents of a run may
+            run.add_tools(self.tools, agent_id=self.agent_id)  # have tools of one name)
+        self.run, self.opened = run, opened
+        return run, opened
 
     def _enter_around(self, run: Run) -> None:
         if self.around is None:
@@ -151,14 +154,15 @@ def in_run(engine: RAC, method: Callable[..., R], prepare: Prepare, *,
            ) -> Callable[..., R]:
     """``method`` (an entry point) running in a :class:`RunScope` of ``engine``.
 
-    ``prepare()`` gives the agent id and tools of a run it opens; it is called only when a run
-    is opened (not when one is joined). While ``bypass()`` is true the method runs as it is (a
-    streaming entry point that only sets up a stream and calls the real one later).
+    ``prepare()`` gives the agent id and tools the method's calls use (the run's agent id and
+    tools when it opens one; offered as that agent's when it joins one). While ``bypass()``
+    is true the method runs as it is (a streaming entry point that only sets up a stream and
+    calls the real one later).
     """
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
-        if bypass() or engine.current_run() is not None:
+        if bypass():
             return method(*args, **kwargs)
         agent_id, tools = prepare()
         with RunScope(engine, agent_id=agent_id, tools=tools, settled=settled, around=around):
@@ -176,7 +180,7 @@ def in_async_run(engine: RAC, method: Callable[..., Awaitable[R]], prepare: Prep
 
     @functools.wraps(method)
     async def scoped(*args: Any, **kwargs: Any) -> R:
-        if bypass() or engine.current_run() is not None:
+        if bypass():
             return await method(*args, **kwargs)
         agent_id, tools = prepare()
         async with RunScope(engine, agent_id=agent_id, tools=tools, settled=settled,

@@ -147,7 +147,7 @@ def with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str
     """The arguments the tool is called with: a ``keyed`` tool gets the step's key."""
     param = run.engine.key_param
     if rec.effect == Effect.KEYED and param not in args:
-        t = run.tool(tool)
+        t = run.tool(tool, rec.agent_id)
         if t is None or t.params is None or param in t.params:
             return {**args, param: rec.idempotency_key}
     return args
@@ -173,7 +173,7 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
     before-image, which needs a tool call, is read by :func:`begin`)."""
     engine = run.engine
     registry = engine.registry
-    t = run.tool(tool)
+    t = run.tool(tool, agent_id or run.agent_id)
     effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
     stored_args = stored_copy(args, engine.max_value_chars)
     rec = Record(run.run_id, 0, tool, RecordKind.ACTION, R.PENDING, agent_id or run.agent_id,
@@ -193,7 +193,7 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
             if intent.refusal is not None:
                 intent.error = NoCompensationError(intent.refusal)
         else:
-            comp_tool = run.tool(intent.comp.tool)
+            comp_tool = run.tool(intent.comp.tool, rec.agent_id)
             intent.needed = needed_fields(intent.comp, comp_tool.params if comp_tool else None)
             part = undo_part(args, stored_args, intent.needed[0])
             if part is not None:
@@ -214,7 +214,8 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
         intent.record.call_id = call_id
     comp = intent.comp
     if comp is not None and comp.before is not None and intent.refusal is None:
-        ok, before = yield from read_before(run, comp.before, args, "")
+        ok, before = yield from read_before(run, comp.before, args, "",
+                                            agent_id=intent.record.agent_id)
         if ok:
             intent.undo = {**(intent.undo or {}), "before": exact(before)}
         elif comp.before.on_failure == "run":
@@ -332,6 +333,7 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
             return Performed("in_doubt", got, f"may have happened: {cls.kind} failure and no "
                                               "lookup is declared to tell")
         seen = yield from reconcile(run, lookup, own_args, rec.idempotency_key,
+                                    agent_id=rec.agent_id,
                                     known=known_effects(run, rec.seq))
         run.log.event("rac.reconcile", seq=rec.seq, tool=tool, status=seen.verdict,
                       reason=seen.reason)

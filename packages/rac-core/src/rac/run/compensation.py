@@ -54,7 +54,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
     maybe = uncertain(rec)
     key = step_key(run.key_prefix, rec.seq, "compensate")
     try:
-        tool = run.tool(comp.tool)
+        tool = run.tool(comp.tool, rec.agent_id)
         if tool is None:
             raise CompensationMappingError(
                 f"compensating tool {comp.tool!r} is not available to this run: register it "

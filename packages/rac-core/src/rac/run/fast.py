@@ -55,7 +55,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
             RunStatus.RUNNING or run.active_rollbacks or run.doomed):
         return None
     stored_args = plain_copy(args)
-    t = run.tool(name)
+    t = run.tool(name, agent_id or run.agent_id)
     if stored_args is None or t is None or (t.params is not None
                                              and engine.key_param in t.params):
         return None
@@ -108,7 +108,7 @@ def _general(run: Run, name: str, args: dict[str, Any], invoke: Invoker, rec: Re
     """Go on in the general flow with the intent written and the first attempt made."""
     engine = run.engine
     comp = engine.registry.pairs[name]
-    comp_tool = run.tool(comp.tool)
+    comp_tool = run.tool(comp.tool, rec.agent_id)
     with run.lock:  # the fields its undo may read, as plan_intent would have noted them
         run.needs[rec.seq] = needed_fields(comp, comp_tool.params if comp_tool else None)
     if got.ok:

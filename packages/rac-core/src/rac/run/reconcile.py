@@ -41,14 +41,14 @@ def _call_args(decl: BeforeImage | Lookup, args: Mapping[str, Any], key: str,
 
 
 def read_before(run: Run, decl: BeforeImage, args: Mapping[str, Any],
-                key: str) -> Flow[tuple[bool, Any]]:
-    """Call the before-image's read tool: ``(True, its normalised result)`` or ``(False,
-    the reason it could not be read)``."""
+                key: str, *, agent_id: str | None = None) -> Flow[tuple[bool, Any]]:
+    """Call the before-image's read tool (``agent_id``'s, if that agent offered one):
+    ``(True, its normalised result)`` or ``(False, the reason it could not be read)``."""
     try:
         call_args = _call_args(decl, args, key, "before-image")
     except CompensationMappingError as e:
         return False, str(e)
-    tool = run.tool(decl.tool)
+    tool = run.tool(decl.tool, agent_id)
     if tool is None:
         return False, f"the before-image tool {decl.tool!r} is not available to this run"
     ok, raw = yield Invoke(tool.invoke, tool.ainvoke, call_args, False)
@@ -74,8 +74,10 @@ def known_effects(run: Run, seq: int) -> set[Any]:
 
 
 def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
-              *, shielded: bool = False, known: set[Any] | None = None) -> Flow[Reconciled]:
-    """Ask the lookup whether the call with ``args`` (and idempotency ``key``) took effect.
+              *, shielded: bool = False, known: set[Any] | None = None,
+              agent_id: str | None = None) -> Flow[Reconciled]:
+    """Ask the lookup (``agent_id``'s tool of that name, if that agent offered one) whether
+    the call with ``args`` (and idempotency ``key``) took effect.
 
     ``known`` are the ids of effects other calls of the run made: a matching item that is one
     of them is not this call's. Exactly one other matching item: found. None: absent. More than
@@ -86,7 +88,7 @@ def reconcile(run: Run, lookup: Lookup, args: Mapping[str, Any], key: str,
                                 param=f"match[{f!r}]") for f, p in lookup.match.items()}
     except CompensationMappingError as e:
         return Reconciled(UNKNOWN, reason=str(e))
-    tool = run.tool(lookup.tool)
+    tool = run.tool(lookup.tool, agent_id)
     if tool is None:
         return Reconciled(UNKNOWN, reason=f"the lookup tool {lookup.tool!r} is not available "
                                           "to this run")
@@ -138,7 +140,7 @@ def settle(run: Run, rec: Record, lookup: Lookup, args: Mapping[str, Any], *,
     happened); *unknown*, it is left as it was. ``why`` starts the record's note."""
     call_args = dict(args)
     seen = yield from reconcile(run, lookup, call_args, rec.idempotency_key, shielded=shielded,
-                                known=known_effects(run, rec.seq))
+                                known=known_effects(run, rec.seq), agent_id=rec.agent_id)
     run.log.event("rac.reconcile", seq=rec.seq, tool=rec.tool, status=seen.verdict,
                   reason=seen.reason)
     with run.lock:
@@ -164,6 +166,6 @@ def _undo_result(run: Run, rec: Record, value: Any, stored: Any) -> Any:
     comp = run.engine.registry.pairs.get(rec.tool)
     if comp is None or not rec.compensable:
         return None
-    comp_tool = run.tool(comp.tool)
+    comp_tool = run.tool(comp.tool, rec.agent_id)
     return undo_part(value, stored, needed_fields(comp, comp_tool.params if comp_tool
                                                   else None)[1])

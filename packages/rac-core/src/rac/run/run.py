@@ -87,6 +87,8 @@ class Run:
         #: seq -> the argument and result fields its undo may read (see values.needed_fields)
         self.needs: dict[int, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
         self._tools: dict[str, Tool] = {}
+        #: agent id -> the tools that agent offered (two agents' tools of one name stay two)
+        self._agent_tools: dict[str, dict[str, Tool]] = {}
         self._seq = itertools.count(1)
         self._scopes = 0
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
@@ -119,26 +121,44 @@ class Run:
             return [self.log.records[s].copy() for s in sorted(self.log.records)]
 
     # -- tools ---------------------------------------------------------------------------------
-    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]] | ToolSet) -> None:
+    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]] | ToolSet, *,
+                  agent_id: str | None = None) -> None:
         """Make tools callable in this run (compensators, alternatives, lookups), checking the
         engine's declarations that concern them. A :class:`rac.ToolSet` of this engine that
-        passed that check under the current declarations is added without another."""
+        passed that check under the current declarations is added without another.
+
+        With ``agent_id``, the tools are that agent's: a call the agent made is undone (and
+        its alternatives and lookups called) through the agent's tool of that name, even when
+        another agent of the run offered a different tool under the same name."""
         engine = self.engine
         if isinstance(tools, ToolSet) and tools.engine is engine:
             if tools.checked_at == engine.registry.version or _check_set(tools):
                 with self.lock:
                     self._tools.update(tools.by_name)
+                    if agent_id is not None:
+                        self._agent_tools.setdefault(agent_id, {}).update(tools.by_name)
                 return
         new = [engine.adapt_tool(t) for t in tools]
         with self.lock:
             for t in new:
                 self._tools[t.name] = t
+            if agent_id is not None:
+                own = self._agent_tools.setdefault(agent_id, {})
+                for t in new:
+                    own[t.name] = t
             known = {**engine.tools, **self._tools}
         engine.registry.check_known(set(known), only_for=[t.name for t in new])
         engine.registry.check_params(known)
 
-    def tool(self, name: str) -> Tool | None:
-        """The tool called ``name`` in this run or the engine, or None."""
+    def tool(self, name: str, agent_id: str | None = None) -> Tool | None:
+        """The tool called ``name`` in this run or the engine, or None; with ``agent_id``, the
+        one that agent offered (to the run, or to the engine with
+        ``register_tools(..., agent_id=...)``) comes first."""
+        if agent_id is not None:
+            found = self._agent_tools.get(agent_id, {}).get(name) \
+                or self.engine.agent_tools.get(agent_id, {}).get(name)
+            if found is not None:
+                return found
         return self._tools.get(name) or self.engine.tools.get(name)
 
     def tools(self) -> dict[str, Tool]:

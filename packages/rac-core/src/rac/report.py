@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -77,6 +78,35 @@ class RecoveryReport(BaseModel):
         return render_report(self)
 
 
+#: A clause of RAC's own error texts that tells the developer what to declare or register
+#: (``declare it, e.g. Compensation(...)``, ``register it with rac.RAC(tools=[...])``): kept
+#: in the log and ``rac show``, cut from what the model reads.
+_ADVICE = re.compile(
+    r"(?:[:;,]\s*|\s+)\(?(?:declare (?:it|them)|register it|give it to the agent"
+    r"|add it to the|pass the function|give each agent|write the function as)\b.*$",
+    re.IGNORECASE | re.DOTALL)
+#: A parenthesised piece of code in an error text (``(rac.Compensation(..., lookup=...))``).
+_CODE = re.compile(r"\s*\((?=[^()]*(?:rac\.|Compensation\(|Lookup\(|tools=\[))"
+                   r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
+#: A file-system path (``/home/ann/app/world.db``, ``C:\\data\\x.db``, ``file:///...``):
+#: where a process keeps its files is nothing a model should read, or repeat to a user.
+_PATH = re.compile(r"\b(?:file|sqlite3?)://+(?:[\w.@+-]+/)*[\w.@+-]*"
+                   r"|(?<![\w:/.~-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)+[\w.@+-]*"
+                   r"|\b[A-Za-z]:\\(?:[^\\\s'\"]+\\)*[^\\\s'\",;)]*")
+
+
+def for_model(text: str) -> str:
+    """``text`` (one error or refusal RAC hands to the agent) as the model may read it: no
+    file-system paths (``<path>`` instead) and no advice to the developer on what to declare
+    or register (that stays in the log, in ``rac show`` and in the structured events)."""
+    return _PATH.sub("<path>", _reason(text))
+
+
+def _reason(text: str | None) -> str:
+    """One error text without the advice to the developer it may end with."""
+    return _ADVICE.sub("", _CODE.sub("", text or ""))
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -86,14 +116,17 @@ def _name(u: UndoneAction) -> str:
 
 
 def render_report(report: RecoveryReport) -> str:
-    """Render ``report`` in a few lines: the failure, what was undone, what is left, next step."""
+    """Render ``report`` for the agent in a few lines: the failure, what was undone, what is
+    left, next step. No file-system path and no advice to the developer reaches the text
+    (see :func:`for_model`); the records keep them for the operator."""
     lines: list[str] = []
     if report.failed_tool:
         head = (f"RAC: {report.failed_tool} failed ({report.error_kind or 'error'}: "
-                f"{report.error}) after {_plural(report.attempts, 'attempt')}")
+                f"{_reason(report.error)}) after {_plural(report.attempts, 'attempt')}")
         if report.alternatives:
-            alts = ", ".join(f"{a.tool} ({'failed: ' + a.error if a.error else 'failed'})"
-                             for a in report.alternatives)
+            alts = ", ".join(
+                f"{a.tool} ({'failed: ' + _reason(a.error) if a.error else 'failed'})"
+                for a in report.alternatives)
             head += f"; alternatives tried: {alts}"
         lines.append(head + ".")
     else:
@@ -108,15 +141,16 @@ def render_report(report: RecoveryReport) -> str:
     if left:
         parts = []
         for u in report.compensation_failed:
-            parts.append(f"{_name(u)} (undo via {u.compensator} failed: {u.error})")
+            parts.append(f"{_name(u)} (undo via {u.compensator} failed: {_reason(u.error)})")
         for u in report.held:
             parts.append(f"{_name(u)} (undo held for approval)")
         for u in report.blocked:
-            parts.append(f"{_name(u)} (kept: {u.error})")
+            parts.append(f"{_name(u)} (kept: {_reason(u.error)})")
         for u in report.not_undoable:
-            parts.append(f"{_name(u)} (cannot be undone{': ' + u.error if u.error else ''})")
+            why = f": {_reason(u.error)}" if u.error else ""
+            parts.append(f"{_name(u)} (cannot be undone{why})")
         for u in report.in_doubt:
-            parts.append(f"{_name(u)} (MAY HAVE HAPPENED, not undone: {u.error})")
+            parts.append(f"{_name(u)} (MAY HAVE HAPPENED, not undone: {_reason(u.error)})")
         lines.append("STILL LIVE: " + "; ".join(parts) + ". A person must check these.")
     if report.not_happened:
         lines.append("Checked and did not happen: "
@@ -130,4 +164,4 @@ def render_report(report: RecoveryReport) -> str:
         lines.append("Do not retry the failed step blindly; tell the user what is still live.")
     else:
         lines.append("Not everything is settled yet; do not assume the world is back.")
-    return "\n".join(lines)
+    return _PATH.sub("<path>", "\n".join(lines))

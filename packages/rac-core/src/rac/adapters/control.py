@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rac.engine import RAC
+from rac.report import for_model
 from rac.run import CallOutcome
 
 
@@ -35,5 +36,8 @@ def declare_control_flow(engine: RAC, *exc_types: type[BaseException]) -> None:
 
 def failure_text(outcome: CallOutcome) -> str:
     """What the model is told about a call RAC could not complete: the rendered report (or
-    why the call was refused), never an empty string."""
-    return outcome.message or f"RAC: {outcome.tool} did not complete."
+    why the call was refused, without file-system paths or advice to the developer: see
+    :func:`rac.report.for_model`), never an empty string."""
+    if outcome.report is not None and outcome.message:
+        return outcome.message  # rendered for the model already (rac_render_report)
+    return for_model(outcome.message or f"RAC: {outcome.tool} did not complete.")

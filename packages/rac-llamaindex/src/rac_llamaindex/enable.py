@@ -75,7 +75,8 @@ def count_steps(agent: BaseWorkflowAgent) -> None:
 
 
 def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -> None:
-    """Wrap the agent's tools in place, each exactly once for ``engine``."""
+    """Wrap the agent's tools in place, each exactly once for ``engine``; ``peers`` are the
+    agent's own tools, which RAC calls to undo (or stand in for) the agent's calls."""
     object.__setattr__(agent, TOOLS_ENGINE_ATTR, engine)
     count_steps(agent)
     retriever = agent.tool_retriever
@@ -92,7 +93,9 @@ def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -
         if not isinstance(t, BaseTool):  # the agent turns functions into tools when it is made
             raise rac.ConfigurationError(
                 f"agent {agent.name!r} holds {type(t).__name__} {t!r}, not a LlamaIndex tool")
-        if isinstance(t, RACFunctionTool) and t.rac_engine is engine:
+        if isinstance(t, RACFunctionTool) and t.rac_engine is engine \
+                and t.rac_agent_id == agent.name:
+            t.offer(peers)  # the agent's tools now (enabled again: some may be new)
             guarded.append(t)
         else:
             guarded.append(RACFunctionTool(t, engine, agent_id=agent.name, peers=peers))
@@ -121,14 +124,17 @@ def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
     """
     engine = engine_for(rac, config)
     agents = agents_of(target)
-    tools = user_tools(agents)
-    check_declarations(engine, tools)
-    peers = engine.tool_set(tools)
+    check_declarations(engine, user_tools(agents))
+    # Each agent's tools are its own: two agents may each have a tool of one name (two
+    # systems), and a call is undone through the tool of the agent that made it.
+    offered: dict[str, ToolSet] = {}
     for agent in agents:
+        peers = engine.tool_set(user_tools([agent]))
+        offered[agent.name] = peers
         guard_agent(agent, engine, peers)
     first_time = enabled_engine(target) is None
     object.__setattr__(target, ENGINE_ATTR, engine)
-    object.__setattr__(target, "_rac_llamaindex_tools", peers)
+    object.__setattr__(target, "_rac_llamaindex_tools", offered)
     if first_time:
         name = target.name if isinstance(target, BaseWorkflowAgent) \
             else (target.root_agent or type(target).__name__)
@@ -138,9 +144,9 @@ def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
             assert found is not None
             return found
 
-        def tools_now() -> ToolSet:
-            tool_set: ToolSet = target.__dict__["_rac_llamaindex_tools"]
-            return tool_set
+        def tools_now() -> dict[str, ToolSet]:
+            tool_sets: dict[str, ToolSet] = target.__dict__["_rac_llamaindex_tools"]
+            return tool_sets
 
         object.__setattr__(target, "run", scoped_run(type(target).run.__get__(target),
                                                      engine_now, lambda: name, tools_now))

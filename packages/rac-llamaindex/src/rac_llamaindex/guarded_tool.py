@@ -60,6 +60,15 @@ class RACFunctionTool(FunctionTool):
         return self._engine
 
     @property
+    def rac_peers(self) -> rac.ToolSet | None:
+        """The tools of this tool's agent, offered to each run its calls join."""
+        return self._peers
+
+    def offer(self, peers: rac.ToolSet) -> None:
+        """Offer ``peers`` (the tools of this tool's agent) to the runs its calls join."""
+        self._peers = peers
+
+    @property
     def rac_agent_id(self) -> str | None:
         """The agent id this tool's calls are recorded under."""
         return self._agent_id
@@ -85,8 +94,12 @@ class RACFunctionTool(FunctionTool):
 
     def _run_of(self) -> rac.Run | None:
         run = self._engine.current_run()
-        if run is not None and self._peers is not None and run.tool(self._name) is None:
-            run.add_tools(self._peers)  # a run this tool's agent did not open
+        if run is not None and self._peers is not None \
+                and run.tool(self._name, self._agent_id) is not self._peers.by_name.get(
+                    self._name):
+            # a run this tool's agent did not open, or whose tools of these names are
+            # another agent's: this agent's calls are undone through its own tools
+            run.add_tools(self._peers, agent_id=self._agent_id)
         return run
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
@@ -110,7 +123,8 @@ class RACFunctionTool(FunctionTool):
         token = CALL_CONTEXT.set(ctx)
         try:
             outcome = await adapters.aexecute(
-                run, name, args, adapters.aroute(run, name, acall, hint=_HINT),
+                run, name, args, adapters.aroute(run, name, acall, hint=_HINT,
+                                                 agent_id=self._agent_id),
                 agent_id=self._agent_id, batch=batch_of(run, self._agent_id))
         finally:
             CALL_CONTEXT.reset(token)
@@ -139,7 +153,8 @@ class RACFunctionTool(FunctionTool):
         token = CALL_CONTEXT.set(ctx)
         try:
             outcome = adapters.execute(
-                run, name, args, adapters.route(run, name, call, hint=_HINT),
+                run, name, args, adapters.route(run, name, call, hint=_HINT,
+                                                agent_id=self._agent_id),
                 agent_id=self._agent_id, batch=batch_of(run, self._agent_id))
         finally:
             CALL_CONTEXT.reset(token)

@@ -49,7 +49,7 @@ class GuardedRetriever(ObjectRetriever[Any]):
             self._offered = self._sets.tool_set([*self._own_tools, *retrieved])
             run = self._engine.current_run()
             if run is not None:
-                run.add_tools(self._offered)
+                run.add_tools(self._offered, agent_id=self._agent_id)
         return [obj if not isinstance(obj, BaseTool) or (
                     isinstance(obj, RACFunctionTool) and obj.rac_engine is self._engine)
                 else self._wrappers(obj) for obj in found]

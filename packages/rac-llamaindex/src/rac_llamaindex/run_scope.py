@@ -80,24 +80,32 @@ async def _close_when_done(run: rac.Run, handler: WorkflowHandler) -> None:
                         error.__traceback__ if error is not None else None)
 
 
+def offer(run: rac.Run, tools: dict[str, rac.ToolSet]) -> None:
+    """Make each agent's tools callable by ``run``, as that agent's (see
+    :meth:`rac.Run.add_tools`)."""
+    for agent, tool_set in tools.items():
+        run.add_tools(tool_set, agent_id=agent)
+
+
 def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,
-               agent_id: Callable[[], str], tools: Callable[[], rac.ToolSet]
+               agent_id: Callable[[], str], tools: Callable[[], dict[str, rac.ToolSet]]
                ) -> Callable[..., WorkflowHandler]:
     """``method`` (a bound ``run``) making each call one RAC run, or joining an open one.
 
-    ``agent_id`` gives the run's agent id, ``tools`` the tools RAC may call in it (the target's
-    own, for compensations and alternatives); both are read at each call."""
+    ``agent_id`` gives the run's agent id, ``tools`` the tools RAC may call in it, by agent
+    (the target's own, for compensations and alternatives); both are read at each call."""
 
     @functools.wraps(method)
     def run(*args: Any, **kwargs: Any) -> WorkflowHandler:
         engine = engine_of()
         current = engine.current_run()
         if current is not None:
-            current.add_tools(tools())
+            offer(current, tools())
             joined = method(*args, **kwargs)
             RUN_CONTEXTS[current] = joined.ctx
             return joined
-        own = engine.run(agent_id=agent_id(), tools=tools())
+        own = engine.run(agent_id=agent_id())
+        offer(own, tools())
         scope = contextvars.copy_context()
         handler = scope.run(_start, own, method, args, kwargs)
         RUN_CONTEXTS[own] = handler.ctx

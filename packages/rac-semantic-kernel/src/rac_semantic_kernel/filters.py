@@ -173,7 +173,9 @@ class FunctionCallFilter:
         if run is None:
             run = self.runs.run_for(ctx.chat_history, self.agent_id) \
                 if ctx.chat_history is not None else engine.run(agent_id=self.agent_id)
-        run.add_tools(tool_set)
+        # this kernel's functions are this agent's: another agent's plugin of the same name
+        # (another vendor's system) never undoes this agent's calls
+        run.add_tools(tool_set, agent_id=self.agent_id or run.agent_id)
         full = fn.fully_qualified_name
         name = functions.logged.get(full, full)
         call = ctx.function_call_content
@@ -219,7 +221,8 @@ class FunctionCallFilter:
             return invoke
 
         ainvoke = aroute(run, name, through_filters, through=kernel_function,
-                         hint="add it to the kernel, or register it with rac.RAC(tools=[...])")
+                         hint="add it to the kernel, or register it with rac.RAC(tools=[...])",
+                         agent_id=self.agent_id or run.agent_id)
         try:
             outcome = await aexecute(run, name, requested, ainvoke, agent_id=self.agent_id,
                                      batch=turn_key(ctx.chat_history, call))

@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,6 +35,7 @@ from rac.engine import RAC
 from rac.hookspecs import hookimpl
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.retry import RetryPolicy
+from rac.run import Run
 from rac.testing.assertions import assert_compensated_once, assert_no_live_effects
 from rac.testing.clock import VirtualClock
 from rac.testing.turns import Call, Step, TurnResult
@@ -353,6 +354,54 @@ class AdapterConformance:
         [report] = result.of("book_car")
         assert report.startswith("RAC: book_car failed (permanent: no cars left)"), report
 
+    def test_tools_of_one_name_in_two_agents_are_two_tools(
+            self, adapter: AdapterHarness, engine: RAC, world: TravelWorld) -> None:
+        """Promise 1: two agents of one run, each with its own tools of the same names (two
+        vendors' systems), are two sets of tools. When the second agent's call fails for
+        good, each agent's booking is undone through that agent's own compensator: neither
+        system is undone twice, neither is missed, and the model hears both undone."""
+        vendor_b = TravelWorld()
+        vendor_b.fail("book_car", "permanent", message="no cars")
+        try:
+            with engine.run(agent_id="trip"):
+                adapter.run_turn(engine, world, [[_flight()], "Booked."], agent_id="vendor-a")
+                result = adapter.run_turn(engine, vendor_b, [[_flight(2)], [_car()], "Sorry."],
+                                          agent_id="vendor-b")
+            for system in (world, vendor_b):
+                assert_no_live_effects(system)
+                assert_compensated_once(system)
+            recs = self.records(engine)
+            assert sorted((r.tool, r.agent_id) for r in recs
+                          if r.kind is RecordKind.COMPENSATION) == [
+                ("cancel_flight", "vendor-a"), ("cancel_flight", "vendor-b")]
+            [report] = result.of("book_car")
+            assert report.count("book_flight FL-101") == 2, report
+            [info] = engine.store.list_runs()
+            assert info.status is RunStatus.COMPENSATED
+        finally:
+            vendor_b.close()
+
+    def test_calls_of_one_model_message_are_one_batch(
+            self, adapter: AdapterHarness, engine: RAC, world: TravelWorld,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        """Promise 6: the calls of one model message reach RAC as one batch (``batch=`` of
+        ``Run.execute``/``aexecute``, see :mod:`rac.adapters.batches`), and the calls of
+        another message as another, whether the framework runs them in parallel or one after
+        another. Without it a call that starts after its sibling's failure rolled the run back
+        runs, and the model is told the world is back while it is live. Checked on what the
+        adapter passes, since a framework that starts every call at once rarely shows it."""
+        seen = _batches_passed(monkeypatch)
+        adapter.run_turn(engine, world, [[_hotel()], [_flight(), _car()], "Booked."],
+                         agent_id="travel")
+        batch = dict(seen)
+        assert set(batch) == {"book_hotel", "book_flight", "book_car"}, seen
+        assert batch["book_flight"] is not None, (
+            f"the calls of one model message were passed no batch: {seen}")
+        assert batch["book_flight"] == batch["book_car"], (
+            f"the calls of one model message were passed different batches: {seen}")
+        assert batch["book_hotel"] != batch["book_flight"], (
+            f"the calls of two model messages were passed one batch: {seen}")
+
     def test_crash_mid_call_left_to_recover(self, adapter: AdapterHarness, log_path: Path,
                                             tmp_path: Path) -> None:
         """The process dying during a call (``os._exit`` in a subprocess running the turn)
@@ -425,3 +474,24 @@ def _chain_holds(exc: BaseException, wanted: BaseException) -> bool:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     return False
+
+
+def _batches_passed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Hashable | None]]:
+    """Record ``(tool, batch)`` for every call an adapter sends through ``Run.execute`` or
+    ``Run.aexecute`` until the test ends (the calls still run as they would)."""
+    seen: list[tuple[str, Hashable | None]] = []
+    execute, aexecute = Run.execute, Run.aexecute
+
+    def noting(self: Run, name: str, args: dict[str, Any], invoke: Any, *a: Any,
+               **kw: Any) -> Any:
+        seen.append((name, kw.get("batch")))
+        return execute(self, name, args, invoke, *a, **kw)
+
+    async def anoting(self: Run, name: str, args: dict[str, Any], ainvoke: Any, *a: Any,
+                      **kw: Any) -> Any:
+        seen.append((name, kw.get("batch")))
+        return await aexecute(self, name, args, ainvoke, *a, **kw)
+
+    monkeypatch.setattr(Run, "execute", noting)
+    monkeypatch.setattr(Run, "aexecute", anoting)
+    return seen

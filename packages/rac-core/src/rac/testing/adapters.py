@@ -38,7 +38,7 @@ from rac.retry import RetryPolicy
 from rac.run import Run
 from rac.testing.assertions import assert_compensated_once, assert_no_live_effects
 from rac.testing.clock import VirtualClock
-from rac.testing.turns import Call, Step, TurnResult
+from rac.testing.turns import Call, Step, Told, TurnResult
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
 
 #: How long a gated parallel call waits for its sibling before the test fails (a safety net
@@ -495,3 +495,7 @@ def _batches_passed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Hashable
     monkeypatch.setattr(Run, "execute", noting)
     monkeypatch.setattr(Run, "aexecute", anoting)
     return seen
+
+
+#: A harness module imports the turn vocabulary from here too (it lives in rac.testing.turns).
+__all__ = ["AdapterConformance", "AdapterHarness", "Call", "Step", "Told", "TurnResult"]

@@ -197,3 +197,17 @@ def test_beyond_loopback_a_token_is_required_and_every_page_needs_a_session(log:
     assert c.get("/runs", headers={"host": "rac.internal"}).status_code == 303
     signed_in(c)
     assert c.get("/runs", headers={"host": "rac.internal"}).status_code == 200
+
+
+def test_a_run_as_one_static_file_to_attach_to_a_ticket(log: Log) -> None:
+    from rac.ui.static import run_document
+
+    info = log.engine.store.get_run(log.attention)
+    assert info is not None
+    html = run_document(info, log.engine.store.get_records(log.attention),
+                        told="RAC: book_car failed ...")
+    assert html.startswith("<!doctype html>") and "<svg" in html
+    assert "<script" not in html and "<form" not in html and "href='/runs'" not in html
+    assert "Still live" in html and "hotel system down" in html
+    assert "What the agent was told" in html and "book_car failed" in html
+    assert SECRET not in html

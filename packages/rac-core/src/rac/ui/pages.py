@@ -66,6 +66,8 @@ class Viewer:
     refresh_ms: int = 3000
     #: only the ``<main>`` content, for a live page refreshing itself
     fragment: bool = False
+    #: a file to attach to a ticket (``rac show --html``): no links to the server, no refresh
+    static: bool = False
 
 
 def when(ts: float) -> str:
@@ -92,17 +94,22 @@ def layout(title: str, body: str, viewer: Viewer, *, live: bool = False) -> str:
     """A whole page around ``body`` (the ``<main>`` content); only ``body`` for a fragment."""
     if viewer.fragment:
         return body
-    mode = "read-only" if viewer.read_only else ("signed in as " + escape(viewer.name or "?")
-                                                if viewer.can_act else
-                                                '<a href="/login">sign in to act</a>')
-    script = LIVE_SCRIPT % viewer.refresh_ms if live else ""
+    nav = ("<b>RAC</b>" if viewer.static else "<a href='/runs'>RAC</a><a href='/runs'>Runs</a>"
+           "<a href='/queue'>Needs attention</a><a href='/pairs'>Pairs</a>")
+    if viewer.static:
+        mode = "exported " + dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    elif viewer.read_only:
+        mode = "read-only"
+    else:
+        mode = ("signed in as " + escape(viewer.name or "?") if viewer.can_act
+                else '<a href="/login">sign in to act</a>')
+    script = LIVE_SCRIPT % viewer.refresh_ms if live and not viewer.static else ""
     csrf = f'<meta name=rac-csrf content="{escape(viewer.csrf)}">' if viewer.can_act else ""
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)} · "
             f"RAC</title><meta name=viewport content='width=device-width'>{csrf}"
             f"<style>{CSS}</style>"
-            "</head><body><header><a href='/runs'>RAC</a><a href='/runs'>Runs</a>"
-            "<a href='/queue'>Needs attention</a><a href='/pairs'>Pairs</a>"
-            f"<span class=mode>{mode}</span></header><main>{body}</main>{script}</body></html>")
+            f"</head><body><header>{nav}<span class=mode>{mode}</span></header>"
+            f"<main>{body}</main>{script}</body></html>")
 
 
 def _csrf(viewer: Viewer) -> str:

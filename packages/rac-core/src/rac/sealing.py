@@ -7,7 +7,7 @@ SQLite, ``rac_records.undo`` in PostgreSQL) and nowhere else; displays, events a
 show it.
 
 When the environment variable ``RAC_LOG_KEY`` holds a key, that column is encrypted with
-AES-256-GCM (the ``cryptography`` package: ``pip install 'rac-core[crypto]'``), bound to the
+AES-256-GCM (the ``cryptography`` package: the core's ``crypto`` extra), bound to the
 record's ``(run_id, seq)`` so a sealed value cannot be moved to another record.
 
 The key is 32 random bytes written as URL-safe base64 (44 characters, padding optional).
@@ -89,7 +89,8 @@ class Sealer:
         except ImportError as e:
             raise SealingError(
                 f"{KEY_ENV} is set, so undo data must be encrypted, but the 'cryptography' "
-                "package is not installed: pip install 'rac-core[crypto]'") from e
+                "package is not installed: install the core's 'crypto' extra (from a checkout: "
+                "pip install './packages/rac-core[crypto]')") from e
         self._aead = AESGCM(raw)
         self.key_id = key_id(raw)
 

@@ -7,6 +7,13 @@
 See ``docs/crewai.md``.
 """
 
+try:  # first: an adapter on a core it was not built for fails here, in one line
+    from rac.adapters.compat import require_core
+except ImportError as e:  # no RAC core at all, or another project's `rac` module
+    raise ImportError(f"rac_crewai needs RAC's core, robust-agent-compensation: {e}") from None
+
+require_core("robust-agent-compensation-crewai")
+
 from rac_crewai.approvals import Approval, ask_in_console
 from rac_crewai.enable import enable_rac, enable_rac_for_agent, enabled_engine
 from rac_crewai.guarded_tool import RACTool

@@ -7,6 +7,13 @@
   not offered).
 """
 
+try:  # first: an adapter on a core it was not built for fails here, in one line
+    from rac.adapters.compat import require_core
+except ImportError as e:  # no RAC core at all, or another project's `rac` module
+    raise ImportError(f"rac_langgraph needs RAC's core, robust-agent-compensation: {e}") from None
+
+require_core("robust-agent-compensation-langgraph")
+
 from rac_langgraph.calls import RACToolCalls
 from rac_langgraph.middleware import RACMiddleware
 from rac_langgraph.nodes import tool_node

@@ -7,6 +7,13 @@
 See ``docs/llamaindex.md``.
 """
 
+try:  # first: an adapter on a core it was not built for fails here, in one line
+    from rac.adapters.compat import require_core
+except ImportError as e:  # no RAC core at all, or another project's `rac` module
+    raise ImportError(f"rac_llamaindex needs RAC's core, robust-agent-compensation: {e}") from None
+
+require_core("robust-agent-compensation-llamaindex")
+
 from rac_llamaindex.enable import enable_rac, enabled_engine
 from rac_llamaindex.guarded_tool import RACFunctionTool
 from rac_llamaindex.plugin import LlamaIndexPlugin

@@ -52,8 +52,8 @@ def open_store(store: Store | str | Path | None = None, *, read_only: bool = Fal
             from rac.stores.postgres import PostgresStore
         except ImportError as e:  # pragma: no cover - depends on the extra
             raise StoreError(
-                f"store URL {url!r} needs the PostgreSQL driver: pip install 'rac-core[postgres]' "
-                f"({e})") from e
+                f"store URL {url!r} needs the PostgreSQL driver: install the core's 'postgres' "
+                f"extra (from a checkout: pip install './packages/rac-core[postgres]') ({e})") from e
         return PostgresStore(url, **sql_options)  # type: ignore[arg-type]
     raise StoreError(f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db "
                      "or postgresql://user@host/db")

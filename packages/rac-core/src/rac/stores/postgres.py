@@ -1,6 +1,6 @@
 """The PostgreSQL store: one transaction log shared by processes on several machines.
 
-Needs psycopg 3 (``pip install 'rac-core[postgres]'``). One connection per thread; every write is
+Needs psycopg 3 (the core's ``postgres`` extra). One connection per thread; every write is
 its own transaction, rolled back on any exception. Schema changes are versioned migrations,
 applied under an advisory lock so that several processes starting at once migrate once.
 A duplicate ``(run_id, seq)`` is a unique violation, raised as :class:`rac.errors.ConflictError`.

@@ -13,7 +13,9 @@ site, mark the exceptions:
   (a model, the reader's own tools). Keep it short; quickstarts should not need it.
 
 Snippets are compiled with the page as their file name and their real line numbers, so a
-traceback points at the markdown line; top-level ``await`` is allowed.
+traceback points at the markdown line. A reader pastes them into a fresh interpreter, where
+top-level ``await`` is a syntax error: a page may use it only after it says so, in a sentence
+holding :data:`TOP_LEVEL_AWAIT` (and how to run them, e.g. ``python -m asyncio``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PARTIAL = "<!-- rac: partial -->"
 SETUP = "<!-- rac: setup"
+#: What a page says, before its first snippet with top-level ``await``, to allow it.
+TOP_LEVEL_AWAIT = "top-level `await`"
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<ticks>`{3,}|~{3,})\s*(?P<info>[^\s`]*)(?P<rest>.*)$")
 
 
@@ -43,6 +47,7 @@ class Snippet:
     line: int
     code: str
     kind: str  # "run", "setup" (run, hidden in the site) or "partial" (not run)
+    await_stated: bool = False  # the page said it uses top-level ``await`` before this fence
 
     @property
     def where(self) -> str:
@@ -90,7 +95,8 @@ def parse(text: str, page: str) -> list[Snippet]:
                              for ln in lines[i + 1:end])
             before = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
             kind = "setup" if in_setup else "partial" if before == PARTIAL else "run"
-            snippets.append(Snippet(page, i + 2, textwrap.dedent(body), kind))
+            stated = TOP_LEVEL_AWAIT in "\n".join(lines[:i])
+            snippets.append(Snippet(page, i + 2, textwrap.dedent(body), kind, stated))
         i = end + 1
     return snippets
 
@@ -122,12 +128,22 @@ def run_page(snippets: list[Snippet], module_name: str) -> int:
 def _run_one(snippet: Snippet, module: types.ModuleType) -> None:
     __tracebackhide__ = True
     filename = str(ROOT / snippet.page)
+    source = "\n" * (snippet.line - 1) + snippet.code
     try:
-        code = compile("\n" * (snippet.line - 1) + snippet.code, filename, "exec",
-                       flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise SnippetFailed(f"{snippet.where}: snippet is not valid Python ({exc.msg}, line "
-                            f"{exc.lineno}); fix it, or mark it {PARTIAL!r}") from None
+        try:
+            code = compile(source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                           dont_inherit=True)
+        except SyntaxError:
+            raise SnippetFailed(f"{snippet.where}: snippet is not valid Python ({exc.msg}, "
+                                f"line {exc.lineno}); fix it, or mark it {PARTIAL!r}") from None
+        if not snippet.await_stated:
+            raise SnippetFailed(
+                f"{snippet.where}: snippet uses top-level await ({exc.msg}, line {exc.lineno}), "
+                "which a fresh interpreter rejects; wrap it in asyncio.run(...), or say before "
+                f"it that the page's snippets use {TOP_LEVEL_AWAIT} (and how to run them)"
+            ) from None
     try:
         result = eval(code, module.__dict__)  # noqa: S307 - running the docs is the point
         if inspect.iscoroutine(result):

@@ -71,3 +71,28 @@ def test_a_failing_snippet_names_page_and_line(tmp_path: Path) -> None:
 def test_partial_marker_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "index.md").read_text()
     assert PARTIAL in text and "<!-- rac: setup" in text
+
+
+AWAITING = """\
+```python
+import asyncio
+
+async def ready() -> int:
+    return 1
+```
+
+```python
+n = await ready()
+```
+"""
+STATED = "The snippets use top-level `await` (run them in `python -m asyncio`).\n\n"
+
+
+def test_top_level_await_fails_where_the_page_does_not_say_so() -> None:
+    with pytest.raises(SnippetFailed, match=r"^docs/x\.md:9: snippet uses top-level await"):
+        run_page(parse(AWAITING, "docs/x.md"), "docs_snippets_await_unstated")
+
+
+def test_top_level_await_runs_after_the_page_says_so() -> None:
+    ns_page = STATED + AWAITING + "\n```python\nassert n == 1\n```\n"
+    assert run_page(parse(ns_page, "docs/x.md"), "docs_snippets_await_stated") == 3

@@ -16,6 +16,10 @@ from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, wo
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
 HOTEL = {"guest": "ann", "city": "PAR", "nights": 2}
+#: Seconds a thread waits for another to reach a point. Only a safety net against a hang (the
+#: events normally fire at once): generous, since a loaded machine may not run a thread for
+#: seconds, and every wait that runs out is recorded and fails the test by name.
+WAIT = 60.0
 
 
 def flights_and_hotels(world: TravelWorld, flights: list[Any], hotels: list[Any],
@@ -66,6 +70,15 @@ class Signals:
         self.hotel_started = threading.Event()
         self.rollback_started = threading.Event()
         self.ordered: bool | None = None
+        self.missed: list[str] = []  # the events a wait gave up on
+
+    def wait(self, name: str) -> bool:
+        """Wait for the event ``name`` (at most :data:`WAIT` s); False, and recorded, if it
+        did not fire."""
+        fired = bool(getattr(self, name).wait(WAIT))
+        if not fired:
+            self.missed.append(name)
+        return fired
 
     @rac.hookimpl
     def rac_record_written(self, record: Record, previous: str | None) -> None:
@@ -77,7 +90,7 @@ class Signals:
     def car_may_fail(self, args: dict[str, Any]) -> None:
         """Hold the car's failure until the flight is done and the hotel call has begun
         (``ordered`` says whether both happened in time)."""
-        self.ordered = self.flight_done.wait(30) and self.hotel_started.wait(30)
+        self.ordered = self.wait("flight_done") and self.wait("hotel_started")
 
     @rac.hookimpl
     def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
@@ -91,7 +104,7 @@ def test_parallel_calls_one_failing_compensates_done_and_still_running_ones() ->
     # The car fails once the flight is done and the hotel has begun; the hotel is still running
     # when the rollback starts and completes after it (the waits only order the threads).
     world.on_call("book_car", signals.car_may_fail)
-    world.on_call("book_hotel", lambda args: signals.rollback_started.wait(10))
+    world.on_call("book_hotel", lambda args: signals.wait("rollback_started"))
     world.fail("book_car", "permanent", message="no cars")
     llm = ScriptedLLM([
         [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
@@ -107,7 +120,8 @@ def test_parallel_calls_one_failing_compensates_done_and_still_running_ones() ->
 
     crew.kickoff()
 
-    assert signals.ordered, "the threads did not reach the order this test needs in 30 s"
+    assert signals.ordered and not signals.missed, (
+        f"the threads did not reach the order this test needs in {WAIT:g} s: {signals.missed}")
     assert world.live() == []
     assert_compensated_once(world)
     assert "Still running, will be undone when it completes: book_hotel" in told(llm,
@@ -157,7 +171,7 @@ class HeldHotelTrip:
         self.world = TravelWorld()
         self.signals = Signals()
         self.world.fail("book_car", "permanent", message="no cars")
-        self.world.on_call("book_car", lambda args: self.signals.flight_done.wait(10))
+        self.world.on_call("book_car", lambda args: self.signals.wait("flight_done"))
         self.llm = ScriptedLLM([
             [("book_flight", PAR), ("book_hotel", HOTEL), ("book_car", {"driver": "ann",
                                                                          "city": "PAR"})],
@@ -172,7 +186,7 @@ class HeldHotelTrip:
 
     def hold_hotel(self, context: Any) -> None:
         if context.tool_name == "book_hotel":
-            assert self.signals.rollback_started.wait(10), "the rollback never started"
+            assert self.signals.wait("rollback_started"), f"no rollback in {WAIT:g} s"
 
     def holding(self) -> Any:
         """The scope in which CrewAI holds the hotel call."""
@@ -187,6 +201,7 @@ def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None
     with trip.holding():
         trip.crew.kickoff()
 
+    assert not trip.signals.missed, f"waits that ran out ({WAIT:g} s): {trip.signals.missed}"
     assert world.calls["book_hotel"] == 1  # only the next turn's
     assert [b["kind"] for b in world.live()] == ["hotel"]
     assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
@@ -206,6 +221,7 @@ def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started(
     with trip.holding():
         trip.agent.kickoff("Book ann's trip to Paris")
 
+    assert not trip.signals.missed, f"waits that ran out ({WAIT:g} s): {trip.signals.missed}"
     assert world.calls.get("book_hotel", 0) == 0
     assert world.live() == []
     assert ("cancel_flight", "FL-101", "cancel") in world.ledger()

@@ -82,14 +82,14 @@ def test_registry_is_bounded_and_never_evicts_a_busy_run(world: TravelWorld) -> 
 
     def slow(args: dict[str, Any]) -> None:
         started.set()
-        assert release.wait(10)
+        assert release.wait(60)
 
     world.on_call("book_flight", slow)
     busy = runs.run_for("busy", agent_id="a")
     t = threading.Thread(target=busy.call, args=("book_flight",),
                          kwargs={"passenger": "p", "origin": "A", "dest": "B"})
     t.start()
-    assert started.wait(10)
+    assert started.wait(60)
     for key in ("k1", "k2", "k3"):
         runs.run_for(key, agent_id="a")
     assert "busy" in runs and len(runs) <= 3  # the busy run stays; idle ones went

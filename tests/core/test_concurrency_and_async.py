@@ -29,7 +29,7 @@ def test_sibling_finishing_after_rollback_started_is_compensated(engine: rac.RAC
 
     def slow_hotel(args: dict[str, Any]) -> None:
         hotel_entered.set()
-        assert rollback_started.wait(5)
+        assert rollback_started.wait(60)
 
     world.on_call("book_hotel", slow_hotel)
     world.fail("book_car", "permanent")
@@ -37,12 +37,12 @@ def test_sibling_finishing_after_rollback_started_is_compensated(engine: rac.RAC
         run.call("book_flight", passenger="a", origin="X", dest="Y")
         with ThreadPoolExecutor(2) as pool:
             hotel = pool.submit(run.call, "book_hotel", guest="a", city="Rome", nights=1)
-            assert hotel_entered.wait(5)
+            assert hotel_entered.wait(60)
             car = pool.submit(run.call, "book_car", driver="a", city="Rome")
             with pytest.raises(rac.ToolCallFailed) as failed:
-                car.result(5)
+                car.result(60)
             with pytest.raises(rac.ToolCallFailed) as undone:
-                hotel.result(5)
+                hotel.result(60)
     assert [u.tool for u in failed.value.report.in_flight] == ["book_hotel"]
     assert "completed after this run was rolled back" in str(undone.value)
     assert_no_live_effects(world)

@@ -264,7 +264,7 @@ def test_runs_started_by_several_threads_at_once_are_started_once(engine: rac.RA
 
     for _ in range(20):
         run = engine.run()
-        together = threading.Barrier(3, timeout=10)
+        together = threading.Barrier(3, timeout=60)
         errors: list[BaseException] = []
 
         def first_call(city: str, run: rac.Run = run, together: threading.Barrier = together,

@@ -271,7 +271,7 @@ def test_a_sibling_still_running_when_the_turn_fails_is_undone_when_it_returns(
 
     def slow(args: dict[str, Any]) -> None:
         started.set()
-        release.wait(5)
+        release.wait(60)
 
     world.on_call("book_hotel", slow)
     engine = make_engine()
@@ -283,7 +283,7 @@ def test_a_sibling_still_running_when_the_turn_fails_is_undone_when_it_returns(
                 lambda n, a: run.tool(n).invoke(a), batch="t")
         t = threading.Thread(target=sibling)
         t.start()
-        started.wait(5)
+        started.wait(60)
         outcomes["car"] = run.execute("book_car", {"driver": "a", "city": "P"},
                                       lambda n, a: run.tool(n).invoke(a), batch="t")
         assert outcomes["car"].report is not None

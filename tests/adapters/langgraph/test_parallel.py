@@ -22,7 +22,7 @@ from tests.adapters.langgraph.support import (
     world_tools,
 )
 
-WAIT = 10.0  # a safety net against a hang; the events normally fire at once
+WAIT = 60.0  # a safety net against a hang, generous for a loaded machine; events fire at once
 
 
 class RollbackSignal:

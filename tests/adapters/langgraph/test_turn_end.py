@@ -278,7 +278,7 @@ def test_concurrent_invocations_without_a_thread_id_get_a_run_each() -> None:
 
     world = TravelWorld()
     eng = engine()
-    all_started = threading.Barrier(4, timeout=10)  # every invocation has started a flight
+    all_started = threading.Barrier(4, timeout=60)  # every invocation has started a flight
     tools = [_gated_flight(world, all_started.wait), *world_tools(world, ["book_hotel", "cancel_flight", "cancel_hotel"])]
     mw = RACMiddleware(rac=eng)
 
@@ -321,7 +321,7 @@ def test_parallel_calls_of_a_turns_first_step_share_one_run() -> None:
 
     world = TravelWorld()
     eng = engine()
-    together = threading.Barrier(2, timeout=10)
+    together = threading.Barrier(2, timeout=60)
     book_flight = _gated_flight(world, together.wait)  # runs while the hotel is being booked
 
     @tool
@@ -351,7 +351,7 @@ def test_a_crash_beside_a_call_still_running_leaves_the_run_running() -> None:
     world = TravelWorld()
     eng = engine()
     hotel_died = threading.Event()
-    book_flight = _gated_flight(world, lambda: hotel_died.wait(10))  # ends after the hotel died
+    book_flight = _gated_flight(world, lambda: hotel_died.wait(60))  # ends after the hotel died
 
     @tool
     def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
@@ -390,13 +390,13 @@ def test_a_turn_with_a_call_running_is_not_evicted_by_newer_turns() -> None:
 
     def slow(name: str, args: dict[str, Any]) -> Any:
         started.set()
-        assert release.wait(10)
+        assert release.wait(60)
         return {"sky": "clear"}
 
     worker = threading.Thread(
         target=lambda: run.execute("get_weather", {"city": "Paris"}, slow))
     worker.start()
-    assert started.wait(10)
+    assert started.wait(60)
     for i in range(5):
         turns.turn_run({"messages": [HumanMessage("other", id=f"h-{i}")]}, None, "agent")
     assert turns.turn_run(first, None, "agent") is run

@@ -126,7 +126,7 @@ async def test_parallel_calls_one_failing_undo_the_siblings_even_one_still_runni
     rollback_began = threading.Event()
     world.on_call("cancel_flight", lambda args: rollback_began.set())
     # The hotel is still being booked when the rollback starts, and completes after it.
-    world.on_call("book_hotel", lambda args: rollback_began.wait(timeout=10))
+    world.on_call("book_hotel", lambda args: rollback_began.wait(timeout=60))
     model = ScriptedModel([
         [("book_flight", PAR_FLIGHT)],
         [("book_hotel", PAR_HOTEL), ("book_car", PAR_CAR)],

@@ -18,11 +18,11 @@ def test_call_begun_during_rollback_does_not_escape(make_engine, world):
 
     def cancel_flight_hook(args):
         in_cancel.set()
-        hotel_started.wait(2)  # the sibling call has begun (intent written) meanwhile
+        hotel_started.wait(60)  # the sibling call has begun (intent written) meanwhile
 
     def hotel_hook(args):
         hotel_started.set()
-        release_hotel.wait(2)  # completes after the rollback finished
+        release_hotel.wait(60)  # completes after the rollback finished
 
     world.on_call("cancel_flight", cancel_flight_hook)
     world.on_call("book_hotel", hotel_hook)
@@ -33,7 +33,7 @@ def test_call_begun_during_rollback_does_not_escape(make_engine, world):
             run.call("book_flight", passenger="ada", origin="PAR", dest="NYC")
 
             def sibling():
-                in_cancel.wait(2)
+                in_cancel.wait(60)
                 try:
                     out["hotel"] = run.call("book_hotel", guest="ada", city="NYC", nights=2)
                 except Exception as e:  # noqa: BLE001

@@ -20,7 +20,7 @@ def _scenario(make_engine, world, with_alternative):
 
     def car_hook(args):
         car_started.set()
-        rolled.done.wait(2)
+        rolled.done.wait(60)
         raise rac.PermanentError("no cars")
 
     world.on_call("book_car", car_hook)
@@ -38,7 +38,7 @@ def _scenario(make_engine, world, with_alternative):
 
             th = threading.Thread(target=sibling)
             th.start()
-            car_started.wait(2)
+            car_started.wait(60)
             try:
                 run.call("charge_card", customer="ada", amount=10.0)
             finally:

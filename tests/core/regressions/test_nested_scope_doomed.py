@@ -19,7 +19,7 @@ def test_nested_doomed_undo_does_not_mark_run_compensated(make_engine, world):
 
     def hotel_hook(args):
         hotel_started.set()
-        rolled.done.wait(2)
+        rolled.done.wait(60)
 
     world.on_call("book_hotel", hotel_hook)
     with engine.run() as run:
@@ -34,7 +34,7 @@ def test_nested_doomed_undo_does_not_mark_run_compensated(make_engine, world):
             ctx = contextvars.copy_context()
             th = threading.Thread(target=lambda: ctx.run(_safe, sibling, res))
             th.start()
-            hotel_started.wait(2)
+            hotel_started.wait(60)
             with pytest.raises(rac.ToolCallFailed):
                 run.call("charge_card", customer="ada", amount=10.0)
             th.join()

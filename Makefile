@@ -16,9 +16,12 @@ LOCKED := $(UV) pyproject.toml uv.lock packages/*/pyproject.toml
 
 .PHONY: demo test bench bench-full docs docs-serve clean
 
+# uv goes into a venv of its own. Without pip in it (ensurepip takes seconds); the interpreter's
+# pip installs into it, or, where python3 has no pip module, the venv's own.
 $(UV):
-	python3 -m venv .tools
-	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv
+	python3 -m venv --without-pip .tools
+	python3 -m pip --python .tools/bin/python install --quiet --disable-pip-version-check uv \
+	  || { python3 -m venv .tools && .tools/bin/python -m pip install --quiet --disable-pip-version-check uv; }
 
 $(SYNC_STAMP): $(LOCKED)
 	$(UV) sync --all-packages --all-groups --frozen

@@ -88,4 +88,6 @@ def _specifier(requirement: str) -> str:
     """The version clauses of a requirement (``name[extra]>=1,<2; marker`` -> ``>=1,<2``)."""
     rest = requirement.split(";", 1)[0]
     rest = re.sub(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?", "", rest)
-    return rest.strip().strip("()").replace(" ", "")
+    clauses = [c for c in rest.strip().strip("()").replace(" ", "").split(",") if c]
+    # Lower bounds first, as people write ranges (metadata may store "<0.2,>=0.1.0").
+    return ",".join(sorted(clauses, key=lambda c: not c.startswith(">")))

@@ -1,5 +1,5 @@
 """The scripted models and ``rac.testing.prove`` import without pytest (only the conformance
-suites and the pytest plugin need it, from ``rac-core[testing]``)."""
+suites and the pytest plugin need it, from the core's ``testing`` extra)."""
 
 from __future__ import annotations
 
@@ -27,4 +27,4 @@ def test_the_conformance_suite_says_it_needs_pytest() -> None:
     out = subprocess.run([sys.executable, "-c", f"{BLOCK}import rac.testing\n"
                           "rac.testing.AdapterConformance"], capture_output=True, text=True,
                          timeout=120, check=False)
-    assert out.returncode != 0 and "needs pytest: pip install 'rac-core[testing]'" in out.stderr
+    assert out.returncode != 0 and "needs pytest: install the core's 'testing' extra" in out.stderr

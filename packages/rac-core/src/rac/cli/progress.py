@@ -1,5 +1,5 @@
 """Progress on a terminal for long commands (``rac prove``, ``rac recover`` of many runs): tqdm's
-bar when tqdm is installed (``rac-core[cli]``), a one-line counter otherwise; nothing at all
+bar when tqdm is installed (the core's ``cli`` extra), a one-line counter otherwise; nothing at all
 when stderr is not a terminal (pipes, CI logs, tests)."""
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def __getattr__(name: str) -> Any:
         try:
             from rac.testing.adapters import AdapterConformance
         except ImportError as e:
-            raise ImportError(f"rac.testing.AdapterConformance needs pytest: pip install "
-                              f"'rac-core[testing]' ({e})") from e
+            raise ImportError(f"rac.testing.AdapterConformance needs pytest: install the core's "
+                              f"'testing' extra (from a checkout: pip install "
+                              f"'./packages/rac-core[testing]') ({e})") from e
         return AdapterConformance
     raise AttributeError(f"module 'rac.testing' has no attribute {name!r}")

@@ -3,7 +3,7 @@ per injection point.
 
 It is registered through the ``pytest11`` entry point of rac-core and is off unless used: it
 adds fixtures (nothing autouse) and one marker, and imports nothing heavy until a fixture or a
-proof is asked for. Install what the fixtures need with ``rac-core[testing]``.
+proof is asked for. Install what the fixtures need with the core's ``testing`` extra.
 
 Fixtures:
 

@@ -65,7 +65,7 @@ pytest_pass "$summary" "$@"
 # first pass and are not repeated (RAC_PACKAGING_TESTS=0).
 if [ "${RAC_DIFFERENTIAL:-1}" != "0" ] || [ -n "${CI:-}" ]; then
   echo "+ RAC_FAST_PATH=0 pytest $* (the shortcut off)"
-  RAC_FAST_PATH=0 RAC_PACKAGING_TESTS=0 pytest_pass /dev/null "$@"
+  RAC_PACKAGING_TESTS=0 RAC_FAST_PATH=0 pytest_pass /dev/null "$@"
 fi
 
 # The last line: the PostgreSQL tests the first pass skipped for want of a server, and how to

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for RAC (the ``rac-core[otel]`` extra): each run, tool call, attempt and
+"""OpenTelemetry spans for RAC (the core's ``otel`` extra): each run, tool call, attempt and
 compensation is a span, built from RAC's notification hooks, so any engine gets them with one
 line::
 

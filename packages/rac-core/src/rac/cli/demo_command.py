@@ -81,5 +81,5 @@ def distribution() -> str:
     """The name of the distribution that installed the ``rac`` package (for install hints)."""
     from importlib.metadata import packages_distributions
 
-    names = packages_distributions().get("rac") or ["rac-core"]
+    names = packages_distributions().get("rac") or ["robust-agent-compensation"]
     return names[0]

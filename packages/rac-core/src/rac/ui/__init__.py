@@ -1,7 +1,7 @@
 """``rac ui``: the operator's view of the log in a browser — runs, a run's timeline, the
 needs-attention queue and the compensation pairs — with resume, resolve and a verdict on a
 model's proposed pairs, safe by default (loopback, a token for actions, CSRF on every form,
-``--read-only``). Ships as the ``rac-core[ui]`` extra (Starlette and uvicorn).
+``--read-only``). Ships as the core's ``ui`` extra (Starlette and uvicorn).
 
 :func:`rac.ui.app.create_app` builds the application over any store; :func:`serve` runs it.
 """

@@ -74,5 +74,5 @@ skipped="$(sed -E 's/\x1b\[[0-9;]*m//g' "$summary" \
            | { grep -E '^SKIPPED \[[0-9]+\].*RAC_TEST_POSTGRES_URL is not set' || true; } \
            | sed -E 's/^SKIPPED \[([0-9]+)\].*/\1/' | awk '{n += $1} END {print n + 0}')"
 if [ "$skipped" -gt 0 ]; then
-  echo "$skipped tests skipped: the PostgreSQL store's, for want of a server; run them with: $run_them"
+  echo "PostgreSQL tests skipped for want of a server: $skipped; run them with: $run_them"
 fi

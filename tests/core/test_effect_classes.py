@@ -23,20 +23,24 @@ class Ledger:
         self.live: dict[str, dict[str, Any]] = {}
         self.calls = 0
         self._ids = itertools.count(1)
-        self.fault: str | None = None  # transient | ambiguous | permanent, on the first call
+        #: transient | ambiguous | unknown | permanent, on the first call
+        self.fault: str | None = None
 
     def _fail(self, committed: bool) -> None:
-        """Raise the injected fault once: before the effect (transient, permanent) or after
-        it (ambiguous: the booking committed, then the answer was lost)."""
+        """Raise the injected fault once: before the effect (transient, permanent: the tool
+        says so) or after it (ambiguous: the booking committed, then the answer was lost;
+        unknown: it committed, then an exception of a type no rule knows came back)."""
         fault = self.fault
-        if fault is None or (fault == "ambiguous") != committed:
+        if fault is None or (fault in ("ambiguous", "unknown")) != committed:
             return
         self.fault = None
         if fault == "transient":
             raise ConnectionRefusedError("connection refused")
         if fault == "ambiguous":
             raise TimeoutError("read timed out")
-        raise ValueError("seat not available")
+        if fault == "unknown":
+            raise ValueError("the seat map could not be rendered")
+        raise rac.PermanentError("seat not available")
 
     def book(self, who: str, key: str | None = None) -> dict[str, Any]:
         self.calls += 1
@@ -85,7 +89,7 @@ def _tools(ledger: Ledger, effect: str) -> tuple[list[rac.Tool], dict[str, Any]]
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("error", ["transient", "ambiguous", "permanent"])
+@pytest.mark.parametrize("error", ["transient", "ambiguous", "unknown", "permanent"])
 @pytest.mark.parametrize("effect", ["idempotent", "keyed", "unsafe"])
 def test_effect_class_by_error_kind(effect: str, error: str, mode: str, store: str,
                                     tmp_path: Path) -> None:
@@ -122,10 +126,12 @@ def test_effect_class_by_error_kind(effect: str, error: str, mode: str, store: s
         run = asyncio.run(main())
     (report,) = reports
     repeat_safe = effect in ("idempotent", "keyed")
-    if error == "ambiguous" and not repeat_safe:
+    # An unknown exception type is not evidence that nothing happened (issue 25): it is
+    # treated like a lost answer.
+    if error in ("ambiguous", "unknown") and not repeat_safe:
         assert ledger.calls == 1  # never repeated blindly
         assert [u.tool for u in report.in_doubt] == ["book"]  # named as possibly live
-    if error == "transient" or (error == "ambiguous" and repeat_safe):
+    if error == "transient" or (error in ("ambiguous", "unknown") and repeat_safe):
         assert ledger.calls == 2  # retried once, then it went through
     if error == "permanent":
         assert ledger.calls == 1 and report.failed_tool == "book"

@@ -66,6 +66,17 @@ def test_a_closed_stream_before_sending_is_transient() -> None:
     assert verdict is not None and verdict.kind is ErrorKind.TRANSIENT
 
 
+def test_a_broken_stream_is_ambiguous_not_transient() -> None:
+    """What a client whose call timed out raises (issue 25: read as transient, the booking
+    was made three times): the server may have run the tool."""
+    assert rac.mcp.classify_mcp_error(anyio.BrokenResourceError()) is None  # not MCP's
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     plugins=[rac.mcp.MCPErrors()])
+    from rac.run.attempts import classify
+
+    assert classify(engine, "book", anyio.BrokenResourceError()).kind is ErrorKind.AMBIGUOUS
+
+
 slow = FastMCP("slow")
 
 
@@ -168,7 +179,11 @@ class CallToolResult:  # mcp 2.x's result: snake_case attributes
     structured_content: dict[str, Any] | None = None
 
 
-def test_results_of_the_2x_shape_are_read_and_is_error_fails() -> None:
+@pytest.mark.parametrize("declared", [True, False])
+def test_results_of_the_2x_shape_are_read_and_is_error_fails(declared: bool) -> None:
+    """An ``isError`` result is a failure; whether the charge may have happened is the
+    declaration's to say (issue 25): declared to come before any effect, the rollback is
+    clean; undeclared, the payment is named as possibly made."""
     cancelled: list[str] = []
 
     def book(args: dict[str, Any]) -> CallToolResult:
@@ -186,12 +201,18 @@ def test_results_of_the_2x_shape_are_read_and_is_error_fails() -> None:
                      plugins=[rac.mcp.MCPErrors()],
                      compensations={"book": {"tool": "cancel",
                                              "args": {"booking_id": "result.booking_id"}}},
+                     errors_before_effect={"pay": (rac.ResultError,)} if declared else None,
                      tools=[rac.Tool("book", call=book, params=["dest"]),
                             rac.Tool("cancel", call=cancel, params=["booking_id"]),
                             rac.Tool("pay", call=pay, params=["amount"])])
     with engine.run() as run:
         run.call("book", dest="PAR")
-        with pytest.raises(rac.ToolCallFailed, match="card declined"):
+        with pytest.raises(rac.ToolCallFailed, match="card declined") as failed:
             run.call("pay", amount=3)
     assert cancelled == ["B1"]
-    assert run.status is rac.RunStatus.COMPENSATED
+    if declared:
+        assert run.status is rac.RunStatus.COMPENSATED
+    else:
+        assert [u.tool for u in failed.value.report.in_doubt] == ["pay"]
+        assert run.status is rac.RunStatus.NEEDS_ATTENTION
+        assert "world is back" not in str(failed.value)

@@ -85,10 +85,15 @@ def send_email(to: str) -> str:
 SENT: list[str] = []
 
 
-@app.tool()
+@app.tool(meta=rac.mcp.recovery_meta(errors_before_effect=True))
 def pay(amount: float) -> dict[str, Any]:
-    """Pay (always declined)."""
+    """Pay (always declined, before anything is charged; FastMCP answers ``isError``)."""
     raise ValueError("card declined")
+
+
+#: The user's own declaration that pay's error results come before any effect (what the
+#: server claims in its metadata is believed only from a trusted server).
+PAY_FAILS_FIRST: dict[str, Any] = {"errors_before_effect": {"pay": (rac.ResultError,)}}
 
 
 @pytest.fixture(autouse=True)
@@ -115,7 +120,7 @@ async def served(server: str = "travel", *, trusted: bool = False, **engine_kw: 
 
 
 async def test_pairs_discovered_and_compensation_runs_through_the_server() -> None:
-    async with served() as (engine, found):
+    async with served(**PAY_FAILS_FIRST) as (engine, found):
         assert engine.registry.pairs["book_flight"].tool == "cancel_flight"
         assert engine.registry.alternatives == {"book_flight": ["book_partner_flight"]}
         assert found.claims_read_only == ["search", "delete_file", "get_seat"]
@@ -148,6 +153,29 @@ async def test_a_read_only_hint_is_believed_only_from_a_trusted_server(trusted: 
         assert [r.tool for r in failed.value.report.not_undoable] == ["delete_file"]
 
 
+@pytest.mark.parametrize("trusted", [False, True])
+async def test_an_is_error_answer_may_have_happened_unless_a_trusted_server_says_not(
+        trusted: bool) -> None:
+    """FastMCP turns any exception of a tool into ``isError``, after the tool may have
+    written (issue 25): RAC takes such an answer as a call that may have happened unless the
+    server declares its error results come before any effect, and believes that only of a
+    server the user trusts."""
+    async with served("pay", trusted=trusted) as (engine, found):
+        async with engine.run() as run:
+            await run.acall("book_flight", dest="PAR")
+            with pytest.raises(rac.ToolCallFailed) as failed:
+                await run.acall("pay", amount=10.0)
+    assert LIVE == {}  # the flight is cancelled either way
+    report = failed.value.report
+    if trusted:
+        assert run.status is rac.RunStatus.COMPENSATED and report.in_doubt == []
+    else:
+        assert "errors_before_effect" in found.tools["pay"].verdict.ignored
+        assert [(u.tool, u.happened) for u in report.in_doubt] == [("pay", "maybe")]
+        assert run.status is rac.RunStatus.NEEDS_ATTENTION
+        assert "world is back" not in str(failed.value)
+
+
 async def test_untrusted_read_only_claim_is_refused_under_the_refuse_policy() -> None:
     async with served("files", no_compensation="refuse") as (engine, _):
         async with engine.run() as run:
@@ -168,7 +196,7 @@ async def test_declarations_from_a_session_it_lists_itself() -> None:
 
 
 async def test_an_update_is_undone_from_its_before_image_through_the_server() -> None:
-    async with served() as (engine, _):
+    async with served(**PAY_FAILS_FIRST) as (engine, _):
         assert engine.registry.pairs["set_seat"].before == rac.BeforeImage(
             tool="get_seat", args={"passenger": "args.passenger"})
         async with engine.run() as run:

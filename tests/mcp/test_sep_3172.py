@@ -82,6 +82,11 @@ HANDLERS = {"charge_payment": lambda a: charge(a["amount"]),
             "create_shipment": lambda a: ship(a["order"])}
 
 
+#: Shipping fails before it does anything (the user's declaration: an MCP server's error
+#: result may come after an effect, so RAC needs to be told, issue 25).
+SHIP_FAILS_FIRST = {"create_shipment": (rac.ResultError,)}
+
+
 async def checkout(engine: rac.RAC) -> tuple[rac.Run, str]:
     """Charge, then fail to ship: the rollback's sentence."""
     async with engine.run() as run:
@@ -96,7 +101,8 @@ async def test_on_mcp_1x_the_recovery_annotation_drives_the_refund_through_the_s
         listed = (await session.list_tools()).tools
         assert listed[0].annotations is not None
         assert listed[0].annotations.model_dump()["recovery"] == RECOVERY  # 1.x keeps it
-        engine = rac.RAC(store="memory://", load_entrypoints=False)
+        engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
         found = await rac.mcp.register_session_tools(engine, session, server="shop")
         engine.register_tools(rac.mcp.session_tools(session, listed, timeout=30))
         assert found.tools["charge_payment"].declaration.source == "SEP-3172"
@@ -113,7 +119,8 @@ async def test_the_2x_sdks_objects_have_lost_the_annotation_and_it_is_never_repo
     tools = mcp2.listed(WIRE)
     assert tools[0].annotations == mcp2.ToolAnnotations(destructive_hint=False)
     session = mcp2.ClientSession([WIRE], HANDLERS)
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     found = engine.register_mcp_tools(tools, server="shop")
     engine.register_tools(rac.mcp.session_tools(session, tools, timeout=30))
     assert found.compensations == {}
@@ -128,7 +135,8 @@ async def test_a_2x_session_is_read_as_json_so_the_annotation_drives_the_refund(
     # register_session_tools asks the 2.x session for the listing's JSON (every page), which
     # still carries what the SDK's objects drop.
     session = mcp2.ClientSession([WIRE[:1], WIRE[1:]], HANDLERS)
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     found = await rac.mcp.register_session_tools(engine, session, server="shop")
     assert session.requests == [None, "1"]
     assert found.tools["charge_payment"].declaration.source == "SEP-3172"
@@ -151,7 +159,8 @@ class StrictSession(mcp2.ClientSession):
 async def test_a_2x_session_that_refuses_the_json_request_falls_back_to_the_sdks_objects(
         ) -> None:
     session = StrictSession([WIRE], HANDLERS)
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     with capture_logs() as events:
         found = await rac.mcp.register_session_tools(engine, session, server="shop")
     assert found.compensations == {} and set(found.tools) == {t["name"] for t in WIRE}
@@ -166,7 +175,8 @@ async def test_on_the_mcp_2x_shape_a_declaration_in_meta_survives_and_every_page
     charge_tool = dict(WIRE[0], _meta=rac.mcp.recovery_meta(
         compensation="refund_payment", args={"transaction_id": "result.transaction_id"}))
     session = mcp2.ClientSession([[charge_tool], WIRE[1:]], HANDLERS)
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     await rac.mcp.register_session_tools(engine, session, server="shop")
     assert session.requests == [None, "1"]
     tools = await rac.mcp.list_session_tools(session)
@@ -229,7 +239,8 @@ async def test_a_runtime_expression_the_response_cannot_resolve_calls_no_compens
     handlers = dict(HANDLERS, refund_payment=lambda a: refunds.append(a) or refund(
         a["transaction_id"]))
     session = mcp2.ClientSession([lost], handlers)
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     engine.register_mcp_tools(lost, server="shop")
     engine.register_tools(rac.mcp.session_tools(session, mcp2.listed(lost)))
     run, told = await checkout(engine)
@@ -243,7 +254,8 @@ def test_a_strategy_other_than_compensation_declares_nothing_and_is_logged() -> 
     # The proposal keeps `strategy` open for later values; one RAC does not follow is not a
     # broken listing: the tool keeps RAC's default protection.
     later = [dict(WIRE[0], annotations={"recovery": {"strategy": "manual-only"}}), *WIRE[1:]]
-    engine = rac.RAC(store="memory://", load_entrypoints=False)
+    engine = rac.RAC(store="memory://", load_entrypoints=False,
+                     errors_before_effect=SHIP_FAILS_FIRST)
     with capture_logs() as events:
         found = engine.register_mcp_tools(later, server="shop")
     assert found.compensations == {}

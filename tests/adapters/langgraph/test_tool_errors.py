@@ -101,9 +101,14 @@ def test_a_tool_exception_around_a_refused_connection_is_retried() -> None:
     assert rec.status is rac.RecordStatus.COMPLETED and rec.attempts == 2
 
 
-def test_a_bare_tool_exception_is_permanent() -> None:
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_bare_tool_exception_may_have_happened_unless_declared(declared: bool) -> None:
+    """A ``ToolException`` that wraps nothing says nothing about whether the booking was made
+    (issue 25): it is never repeated, and it is in doubt unless the application declares
+    such errors come before any effect."""
     world = TravelWorld()
-    eng = engine()
+    eng = engine(errors_before_effect={"book_hotel": (ToolException,)}) if declared \
+        else engine()
 
     @tool
     def book_hotel(guest: str, city: str, nights: int) -> dict[str, Any]:
@@ -117,4 +122,8 @@ def test_a_bare_tool_exception_is_permanent() -> None:
         {"messages": [("user", "a hotel in Paris")]})
     assert world.calls["book_hotel"] == 1
     [rec] = [r for r in records(eng) if r.tool == "book_hotel"]
-    assert rec.status is rac.RecordStatus.FAILED and rec.attempts == 1
+    assert rec.attempts == 1
+    # Declared, it did not happen; undeclared, it may have: its undo needs the booking id
+    # it never returned, so it stays named.
+    assert rec.status is (rac.RecordStatus.FAILED if declared
+                          else rac.RecordStatus.COMPENSATION_FAILED)

@@ -14,6 +14,7 @@ import rac
 from rac.models import RecordKind
 from rac.testing import TravelWorld
 from rac_semantic_kernel import enable_rac
+from rac_semantic_kernel.mcp_plugins import MCPToolError
 from rac_semantic_kernel.testing import Call, TravelPlugin
 from tests.adapters.semantic_kernel.support import HOTEL, trip_agent
 
@@ -54,7 +55,10 @@ async def test_an_mcp_error_result_is_a_failure_not_a_success(
         tmp_path: Path, make_engine: Callable[..., rac.RAC]) -> None:
     db = str(tmp_path / "world.db")
     world = TravelWorld(db)
-    engine = make_engine(tools=None)
+    # The server refuses an unknown city before it books anything: the user says so (an
+    # MCP error result alone is no evidence that nothing happened, issue 25).
+    engine = make_engine(tools=None,
+                         errors_before_effect={"air-book-car": (rac.ResultError, MCPToolError)})
     async with MCPStdioPlugin(name="air", command=sys.executable,
                               args=["-m", "rac_semantic_kernel.mcp_travel_server", db]) as air:
         kernel = Kernel()

@@ -94,6 +94,10 @@ class RAC:
             ``Compensation(lookup=...)``).
         produces: tool name -> the result fields whose values it produces (narrows dependency
             inference; ``[]`` turns it off for the tool).
+        errors_before_effect: exception types that tools raise only before any effect, so
+            that such a failure is taken as a call that did not happen (RAC needs evidence to
+            say so; see :mod:`rac.classify`): a tuple for every tool, or tool name -> tuple
+            (``"*"`` for every tool). ``rac.ResultError`` says it of the tools' error results.
     """
 
     def __init__(self, *, compensations: Mapping[str, CompensationSpec] | None = None,
@@ -110,7 +114,9 @@ class RAC:
                  key_param: str = "idempotency_key",
                  irreversible: Iterable[str] | Mapping[str, Irreversible | str] | None = None,
                  lookups: Mapping[str, Lookup | Mapping[str, Any]] | None = None,
-                 produces: Mapping[str, Iterable[str]] | None = None) -> None:
+                 produces: Mapping[str, Iterable[str]] | None = None,
+                 errors_before_effect: Iterable[type[BaseException]]
+                 | Mapping[str, Iterable[type[BaseException]]] | None = None) -> None:
         if no_compensation not in _POLICIES:
             raise ConfigurationError(f"no_compensation must be one of {_POLICIES}, "
                                      f"got {no_compensation!r}")
@@ -138,6 +144,13 @@ class RAC:
             self.registry.add_lookup(tool, lookup)
         for tool, fields in (produces or {}).items():
             self.registry.set_produces(tool, fields)
+        if errors_before_effect is not None:
+            if isinstance(errors_before_effect, Mapping):
+                for tool, types in errors_before_effect.items():
+                    self.registry.declare_errors_before_effect(
+                        None if tool == "*" else tool, types)
+            else:
+                self.registry.declare_errors_before_effect(None, errors_before_effect)
         #: The parameter through which keyed tools take RAC's idempotency key.
         self.key_param = key_param
         #: Whether the plainest blocking calls take the shortcut of :mod:`rac.run.fast`

@@ -75,24 +75,35 @@ class AmbiguousError(Exception):
 
 
 class PermanentError(Exception):
-    """Raise from a tool to say the failure will not go away by retrying the same call."""
+    """Raise from a tool to say the call failed before it had any effect and will not go away
+    by retrying the same call (no seats left, a card declined before it was charged).
+
+    It is a declaration: RAC takes the call as one that did not happen. A tool that may have
+    acted before it failed raises :class:`AmbiguousError` (or anything else: an exception of
+    a type no rule knows is in doubt)."""
 
 
 class ResultError(Exception):
     """A tool returned normally but its structured result says it failed (an ``error`` field, ...).
 
     RAC raises nothing of this kind to callers; it is how a failed result travels through
-    classification, so that ``rac_classify_error`` sees results and exceptions alike. A plugin
-    that flags a result the tool returned after acting (a ``200`` whose body lost the id) says
-    so with ``ambiguous=True``: otherwise the call is taken as one that did not happen.
+    classification, so that ``rac_classify_error`` sees results and exceptions alike.
+
+    A tool may write and then answer an error, so an error result is not evidence that nothing
+    happened: unless it says it may be retried (``transient``), it is *ambiguous*.
+    ``ambiguous=False`` is a plugin's declaration that this result came before any effect
+    (the call did not happen); ``ambiguous=True`` says it may have happened (a ``200`` whose
+    body lost the id); None (the default) says nothing, and the call may have happened.
+    Declaring ``errors_before_effect=(rac.ResultError,)`` for a tool says the same of every
+    error result it gives.
     """
 
     def __init__(self, message: str, result: object, *, transient: bool = False,
-                 retry_after: float | None = None, ambiguous: bool = False) -> None:
+                 retry_after: float | None = None, ambiguous: bool | None = None) -> None:
         super().__init__(message)
         self.result = result
         self.transient = transient
-        #: the call may have taken effect all the same (a success reply that lost its id, a
-        #: truncated body): RAC then treats it as a call that may have happened
+        #: True: the call may have taken effect all the same; False: a plugin says it came
+        #: before any effect; None: nothing says, so it may have
         self.ambiguous = ambiguous
         self.retry_after = retry_after

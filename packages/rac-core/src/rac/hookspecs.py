@@ -76,9 +76,12 @@ def rac_classify_error(tool: str, error: BaseException) -> Classification | None
     :param error: the exception it raised, or the :class:`rac.errors.ResultError` for a
         result flagged by :func:`rac_detect_result_error`.
     :return: a :class:`rac.Classification` (``transient``: before any effect, retried;
-        ``ambiguous``: it may have taken effect; ``permanent``), or None to defer. The default
-        plugin reads exception types, status codes and ``Retry-After``
-        (:func:`rac.classify.default_classify`).
+        ``permanent``: before any effect, not retried; ``ambiguous``: it may have taken
+        effect), or None to defer. A plugin's ``transient``/``permanent`` is a declaration
+        that nothing happened: RAC believes it. The default plugin reads exception types,
+        status codes and ``Retry-After`` (:func:`rac.classify.default_classify`), and calls
+        an error no rule knows ambiguous. The tool's ``errors_before_effect`` declaration
+        overrides an ambiguous answer.
 
     First result. Called once per failed attempt, of calls and of compensations. A plugin
     that raises: no answer.

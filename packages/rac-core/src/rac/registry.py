@@ -195,6 +195,8 @@ class CompensationRegistry:
         #: tool -> the result fields whose values it produces (narrows dependency inference;
         #: an empty list turns it off for the tool)
         self.produces: dict[str, tuple[str, ...]] = {}
+        #: tool (None: every tool) -> exception types it raises only before any effect
+        self.errors_before_effect: dict[str | None, tuple[type[BaseException], ...]] = {}
         for name in read_only:
             self.add_read_only(name)
         for tool, spec in (compensations or {}).items():
@@ -305,6 +307,31 @@ class CompensationRegistry:
         self._changed()
         self.produces[tool] = names
         self._changed()
+
+    def declare_errors_before_effect(self, tool: str | None,
+                                     types: Iterable[type[BaseException]]) -> None:
+        """Declare that ``tool`` (None: every tool) raises exceptions of ``types`` only before
+        it has had any effect: such a failure is taken as a call that did not happen.
+        ``rac.ResultError`` among them says the same of the tool's error results."""
+        where = "errors_before_effect" if tool is None else f"errors_before_effect[{tool!r}]"
+        found: tuple[Any, ...] = (types,) if isinstance(types, type | str | bytes) \
+            else tuple(types)
+        for t in found:
+            if not (isinstance(t, type) and issubclass(t, BaseException)):
+                raise ConfigurationError(f"{where}: {t!r} is not an exception class (write "
+                                         "e.g. (ValueError, rac.ResultError))")
+        self._changed()
+        self.errors_before_effect[tool] = tuple(dict.fromkeys(
+            [*self.errors_before_effect.get(tool, ()), *found]))
+        self._changed()
+
+    def before_effect_types(self, tool: str) -> tuple[type[BaseException], ...]:
+        """The exception types declared to come before any effect of ``tool`` (its own and
+        every tool's)."""
+        found = self.errors_before_effect
+        if not found:
+            return ()
+        return found.get(None, ()) + found.get(tool, ())
 
     def effect_of(self, tool: str, params: Iterable[str] | None,
                   key_param: str = "idempotency_key") -> Effect:

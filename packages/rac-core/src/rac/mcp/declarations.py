@@ -10,9 +10,13 @@ key, as the MCP specification asks of ``_meta`` keys)::
         "before": {"tool": "get_seat", "args": {"booking_id": "args.booking_id"}},
         "effect": "unsafe",
         "irreversible": false,
+        "errors_before_effect": true,
         "alternatives": ["book_flight_partner"]}}
 
-Every field is optional. Two other shapes are read for interoperability: the ``recovery``
+Every field is optional. ``errors_before_effect: true`` says the tool's error results
+(``isError``) come before any effect: without it RAC takes an error result as a call that may
+have happened (MCP server frameworks turn any exception into one, after the tool may have
+written); it is believed from a trusted server only (see :mod:`rac.mcp.trust`). Two other shapes are read for interoperability: the ``recovery``
 annotation of the MCP proposal SEP-3172 (``{"strategy": "compensation",
 "compensatingOperation": {"operationId": ..., "parameters": {...}}}``, parameters as OpenAPI
 runtime expressions ``$response.body#/field`` and ``$request.body#/field``; another strategy
@@ -46,7 +50,8 @@ REFERENCE_ANNOTATION = "x-compensation-pair"
 #: Effect classes a tool may declare.
 EFFECTS = ("read_only", "idempotent", "keyed", "unsafe")
 
-_FIELDS = ("compensation", "lookup", "before", "effect", "irreversible", "alternatives")
+_FIELDS = ("compensation", "lookup", "before", "effect", "irreversible", "alternatives",
+           "errors_before_effect")
 _COMP_ROOTS = ("result", "args")
 _LOOKUP_ROOTS = ("args", "key")
 
@@ -70,6 +75,8 @@ class ToolDeclaration:
     irreversible: bool = False
     alternatives: tuple[str, ...] = ()
     hints: Mapping[str, Any] = field(default_factory=dict)
+    #: the server says the tool's error results come before any effect
+    errors_before_effect: bool = False
     source: str | None = None
 
     def referenced_tools(self) -> dict[str, str]:
@@ -190,6 +197,12 @@ def _ours(entry: Any, where: _Where) -> dict[str, Any]:
         if not isinstance(irreversible, bool):
             raise where.error("irreversible", f"must be true or false, got {irreversible!r}")
         out["irreversible"] = irreversible
+    before_effect = entry.get("errors_before_effect")
+    if before_effect is not None:
+        if not isinstance(before_effect, bool):
+            raise where.error("errors_before_effect", f"must be true or false, got "
+                                                      f"{before_effect!r}")
+        out["errors_before_effect"] = before_effect
     alts = entry.get("alternatives")
     if alts is not None:
         if not isinstance(alts, list | tuple) or not all(isinstance(a, str) and a for a in alts):

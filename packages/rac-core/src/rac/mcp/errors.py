@@ -2,17 +2,21 @@
 
 A tool called over MCP fails in three ways, and RAC reads each:
 
-* the call's result says ``isError: true`` (the tool ran and reported a failure): the result is
-  read as ``{"error": <its text>}``, a failure of the kind the text's structure says (permanent
-  unless it says otherwise);
+* the call's result says ``isError: true`` (the tool ran and reported a failure; MCP server
+  frameworks turn any exception of a tool into one): the result is read as
+  ``{"error": <its text>}``, an error result, *ambiguous* (the tool may have written before it
+  failed) unless a trusted server declares in its recovery metadata that its error results
+  come before any effect (``errors_before_effect``);
 * the request got a JSON-RPC error: rejected before the tool ran (``-32700`` parse error,
   ``-32600`` invalid request, ``-32601`` method not found, ``-32602`` invalid params,
   ``-32042`` URL elicitation required) is **permanent**; the request timing out (the Python
   SDK's ``408``, the TypeScript SDK's ``-32001``), the connection closing with the request
   outstanding (``-32000``) and an internal error of the server (``-32603``) are **ambiguous**:
   the tool may have run;
-* the transport's stream was already closed or broken when the request was to be sent
-  (``anyio.ClosedResourceError``/``BrokenResourceError``): nothing was sent, **transient**.
+* the transport's stream was already closed when the request was to be sent
+  (``anyio.ClosedResourceError``, our own end closed): nothing was sent, **transient**. A
+  *broken* stream (``anyio.BrokenResourceError``: what a client whose call timed out raises,
+  after the server may have run the tool) is **ambiguous** (:data:`rac.classify.LIBRARY_ERRORS`).
 
 Exceptions are matched by their class name and attributes (``McpError``/``MCPError`` with
 ``.error.code``), also when another exception wraps them (``__cause__``/``__context__``, an
@@ -44,7 +48,7 @@ _AMBIGUOUS_CODES = {SDK_REQUEST_TIMEOUT: "request timed out", REQUEST_TIMEOUT: "
                     CONNECTION_CLOSED: "connection closed with the request outstanding",
                     INTERNAL_ERROR: "internal error of the server"}
 _MCP_ERROR_NAMES = frozenset({"McpError", "MCPError"})
-_NOT_SENT_NAMES = frozenset({"ClosedResourceError", "BrokenResourceError"})
+_NOT_SENT_NAMES = frozenset({"ClosedResourceError"})
 
 
 def mcp_error_code(error: BaseException) -> int | None:

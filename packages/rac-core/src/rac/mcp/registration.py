@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rac.errors import ConfigurationError
+from rac.errors import ConfigurationError, ResultError
 from rac.events import emit
 from rac.mcp import declarations as _decl
 from rac.mcp.declarations import ToolDeclaration
@@ -209,6 +209,8 @@ def apply(engine: RAC, found: MCPDeclarations, *, replace_code: bool = False) ->
             registry.set_effect(name, tool.verdict.effect)
         if tool.declaration.irreversible and name not in registry.irreversible:
             registry.set_irreversible(name, Irreversible.RUN)
+        if tool.verdict.errors_before_effect:
+            registry.declare_errors_before_effect(name, (ResultError,))
         if tool.verdict.claims_read_only:
             emit("rac.mcp.untrusted_read_only", level="warning", tool=name,
                  server=found.server, status="protected",

@@ -36,9 +36,12 @@ def recovery_meta(*, compensation: str | None = None, args: Mapping[str, str] | 
                   before: Mapping[str, Any] | BeforeImage | None = None,
                   effect: str | None = None, irreversible: bool | None = None,
                   alternatives: Iterable[str] | None = None,
+                  errors_before_effect: bool | None = None,
                   meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``_meta`` of a tool declaring how RAC recovers it (see :mod:`rac.mcp.declarations`
-    for each field). ``meta`` holds other ``_meta`` entries to keep beside RAC's.
+    for each field). ``errors_before_effect=True`` says the tool's error results come before any
+    effect (only a client that trusts the server believes it). ``meta`` holds other ``_meta``
+    entries to keep beside RAC's.
 
     Raises :class:`rac.ConfigurationError` naming the field when a value is malformed; tool
     names are checked against the server's tools by the client, when it lists them.
@@ -58,5 +61,7 @@ def recovery_meta(*, compensation: str | None = None, args: Mapping[str, str] | 
         entry["irreversible"] = irreversible
     if alternatives is not None:
         entry["alternatives"] = list(alternatives)
+    if errors_before_effect is not None:
+        entry["errors_before_effect"] = errors_before_effect
     parse("<this tool>", {META_KEY: entry}, {})
     return {**dict(meta or {}), META_KEY: entry}

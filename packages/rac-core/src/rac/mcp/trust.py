@@ -17,6 +17,8 @@ a compensation, lookup, before-image   used (validated against the   used
 "idempotent"`` or ``"keyed"``          the tool applies)
 ``effect: "unsafe"``,                  used                          used
 ``irreversible: true``
+``errors_before_effect: true``         ignored (an error result may  error results are taken as
+                                       have come after an effect)    calls that did not happen
 ``destructiveHint: false``             never drops a compensation    never drops a compensation
 =====================================  ============================  ==========================
 """
@@ -33,7 +35,8 @@ class TrustVerdict:
     """What RAC takes from one tool's declaration.
 
     ``read_only`` is True only for a trusted read-only claim. ``effect`` is the effect class
-    RAC applies (None: RAC's default). ``claims_read_only`` marks an untrusted read-only claim
+    RAC applies (None: RAC's default). ``errors_before_effect`` is True only for a trusted
+    claim that the tool's error results come before any effect. ``claims_read_only`` marks an untrusted read-only claim
     that RAC did not follow; ``ignored`` lists the other claims it did not follow.
     """
 
@@ -41,6 +44,8 @@ class TrustVerdict:
     effect: str | None = None
     claims_read_only: bool = False
     ignored: tuple[str, ...] = ()
+    #: the tool's error results are taken as coming before any effect (a trusted claim)
+    errors_before_effect: bool = False
 
 
 def judge(decl: ToolDeclaration, *, trusted: bool) -> TrustVerdict:
@@ -57,8 +62,11 @@ def judge(decl: ToolDeclaration, *, trusted: bool) -> TrustVerdict:
     if trusted:
         if says_read_only:
             return TrustVerdict(read_only=True, effect="read_only")
-        return TrustVerdict(effect=claimed if claimed != "read_only" else None)
+        return TrustVerdict(effect=claimed if claimed != "read_only" else None,
+                            errors_before_effect=decl.errors_before_effect)
     ignored: list[str] = []
+    if decl.errors_before_effect:
+        ignored.append("errors_before_effect")
     if says_read_only:
         ignored.append("readOnlyHint" if decl.effect is None else "effect: read_only")
     if claimed in ("idempotent", "keyed"):

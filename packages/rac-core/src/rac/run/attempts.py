@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rac.classify import Classification, ErrorKind
+from rac.classify import Classification, ErrorKind, declared_before_effect
 from rac.effects import Flow, Invoke
 
 if TYPE_CHECKING:
@@ -41,11 +41,17 @@ def read_result(engine: RAC, tool: str, raw: Any) -> Attempt:
 
 
 def classify(engine: RAC, tool: str, error: BaseException) -> Classification:
-    """How RAC treats ``error`` (a plugin's answer, else permanent as a fallback)."""
+    """How RAC treats ``error``: a plugin's answer (the default plugin's rules last), unless
+    the tool declares the error comes before any effect (``errors_before_effect``). With no
+    answer at all, ambiguous: the call may have happened."""
     found = engine.hooks.first("rac_classify_error", tool=tool, error=error)
-    if isinstance(found, Classification):
-        return found
-    return Classification(ErrorKind.PERMANENT, reason="no classifier answered", fallback=True)
+    verdict = found if isinstance(found, Classification) else Classification(
+        ErrorKind.AMBIGUOUS, reason="no classifier answered, so the call may have happened",
+        fallback=True)
+    declared = engine.registry.before_effect_types(tool)
+    if declared:
+        return declared_before_effect(error, declared, verdict) or verdict
+    return verdict
 
 
 def attempt(engine: RAC, tool: str, invoke: Invoke,

@@ -13,8 +13,13 @@ ambiguous             retry; when spent: settle   settle at once
 permanent             failed                      failed
 ====================  ==========================  ======================================
 
+*ambiguous* is what a failure is unless evidence says it came before any effect (see
+:mod:`rac.classify`): unknown exception types and error results included. A read-only tool's
+error that no rule knows is not retried (nothing is gained) and the call is failed; nor is
+any tool whose failure is an answer (an HTTP 4xx, an error result: ``Classification.final``).
+
 *settle*: the declared lookup says found (the call's result), absent (retried if attempts are
-left, else failed) or cannot tell; without a lookup, or when it cannot tell, the record is
+left and the failure was not an answer a repeat would give again, else failed) or cannot tell; without a lookup, or when it cannot tell, the record is
 ``in_doubt`` and the scope is rolled back (no alternative runs: the first call may be live).
 """
 
@@ -321,7 +326,11 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
             return Performed("ok", got)
         cls = got.classification
         assert cls is not None and got.error is not None
-        retry = cls.transient or (cls.ambiguous and effect in _REPEAT_SAFE)
+        # An ambiguous failure is retried where a repeat is safe, unless the tool answered
+        # (a repeat gets the same answer); a read-only tool's error no rule knows is not
+        # worth repeating either.
+        retry = cls.transient or (cls.ambiguous and effect in _REPEAT_SAFE and not cls.final
+                                  and not (cls.fallback and effect is Effect.READ_ONLY))
         if retry and tries < policy.max_attempts:
             yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
                                 happened=not cls.transient)
@@ -341,7 +350,9 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
             return Performed("ok", Attempt(True, seen.result, seen.result),
                              f"reconciled: {lookup.tool} found the effect")
         if seen.verdict == ABSENT:
-            if tries < policy.max_attempts:
+            # it did not happen: repeated while attempts remain, unless the failure was an
+            # answer (an error result, a 4xx) that a repeat would only give again
+            if tries < policy.max_attempts and not cls.final:
                 yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
                                     happened=False)
                 continue

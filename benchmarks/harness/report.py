@@ -99,7 +99,8 @@ HEADLINE = ("runs", "needed_compensation_runs", "compensated_runs", "clean_runs"
 def _headline_table(apps: dict[str, Any]) -> list[str]:
     lines = ["| approach | runs | needed any undo | compensated | clean | equivalent clean | "
              "residual | silent residual | totals off | undone twice | **false all-clear** "
-             "| 95% interval | goal completion | policy steps (fault-heavy) |",
+             "| 95% interval | named, nothing live | goal completion | policy steps "
+             "(fault-heavy) |",
              "|---|" + "---:|" * 14]
     for name, s in apps.items():
         n = s["runs"]
@@ -107,7 +108,9 @@ def _headline_table(apps: dict[str, Any]) -> list[str]:
         cells = [f"{s[k]} ({s[k] / n:.0%})" if k != "runs" else str(n) for k in HEADLINE]
         lines.append(f"| {name} | " + " | ".join(cells)
                      + f" | {ci[0] * 100:.1f}-{ci[1] * 100:.1f}% | "
-                     f"{_pct(s['goal_completion'])} | {_num(s['policy_steps_fault_heavy'])} |")
+                     f"{s['named_nothing_live_runs']} ({s['named_nothing_live_runs'] / n:.0%}) "
+                     f"| {_pct(s['goal_completion'])} | "
+                     f"{_num(s['policy_steps_fault_heavy'])} |")
     return lines
 
 
@@ -235,6 +238,16 @@ def _peer_section(data: dict[str, Any]) -> list[str]:
            "(variant `plain`): `agent-saga` with its per-step retry on every tool, "
            "`agent-saga-noretry` with the retry off for tools whose repeat is not safe. Per "
            "fault class where they differ: false all-clear / silent residual / residual runs.",
+           "",
+           "How agent-saga gets there, read in its source: every step that raised is `UNKNOWN`; "
+           "its compensation factory gets no result, so a step whose undo needs the result "
+           "(a booking's id) is reported `ORPHANED` and the rollback `INCOMPLETE`, also when "
+           "the step was refused before it did anything. So after a failure it does not claim "
+           "a clean rollback, and it names a step more often than anything was live (column "
+           "*named, nothing live* of the headline). A run that reaches its goal is reported "
+           "complete with nothing said about `UNKNOWN` steps, and a retry after a commit "
+           "books again: those residuals are silent. Its compensations are retried on any "
+           "error (a refund that committed and timed out is paid again: *undone twice*).",
            "",
            "| class | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names), *rows,
            ""]
@@ -432,7 +445,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         "out again, a second cancel that went through). The false all-clear is the worst "
         "outcome a safety net can have. What no report can name is counted in columns of "
         "its own, never as silent: **totals off** (money or stock that does not add up) and "
-        "**undone twice**. When a goal is met with more effects than it keeps, the effects a "
+        "**undone twice**. **Named, nothing live** counts the runs that ended "
+        "`needs_attention` naming a call as possibly live while nothing of the run was: the "
+        "price of caution, paid in completion and in a person's attention. When a goal is met with more effects than it keeps, the effects a "
         "report names are taken as the extra ones first (an in-doubt booking RAC named, "
         "after which the goal was reached another way), so the goal's own effects are not "
         "counted as silent.",

@@ -20,6 +20,13 @@ from rac.otel import enable_tracing  # noqa: E402
 from rac.testing import TravelWorld  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def sdk_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # frameworks' test setups turn the SDK off process-wide (OTEL_SDK_DISABLED=true, e.g. for
+    # CrewAI's telemetry); a TracerProvider made then records nothing
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+
+
 def traced(make_engine: Callable[..., rac.RAC]) -> tuple[rac.RAC, InMemorySpanExporter,
                                                          TracerProvider]:
     exporter = InMemorySpanExporter()

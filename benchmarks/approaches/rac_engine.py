@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import os
 import shutil
 import tempfile
@@ -108,14 +109,28 @@ class ResultSchema:
         return error
 
 
+#: what ``rac-memory+declared`` declares: the worlds' tools refuse a request with a
+#: ``ValueError`` in their own words before they act (their validation, as tau2's tools do).
+#: The ``error_after_write`` fault class breaks that promise on purpose.
+ERRORS_BEFORE_EFFECT: tuple[type[BaseException], ...] = (ValueError,)
+
+
+def can_declare_errors_before_effect() -> bool:
+    """Whether the core takes ``errors_before_effect=`` (issue 25)."""
+    return "errors_before_effect" in inspect.signature(rac.RAC).parameters
+
+
 def make_engine(world: World, store: str, clock: Any,
-                schema: ResultSchema | None = None, *, lookups: bool = False) -> rac.RAC:
-    """An engine configured for ``world`` (with ``lookups``: its lookups declared too)."""
+                schema: ResultSchema | None = None, *, lookups: bool = False,
+                declared: bool = False) -> rac.RAC:
+    """An engine configured for ``world`` (with ``lookups``: its lookups declared too; with
+    ``declared``: the errors its tools raise before any effect, :data:`ERRORS_BEFORE_EFFECT`)."""
+    extra: dict[str, Any] = {"errors_before_effect": ERRORS_BEFORE_EFFECT} if declared else {}
     return rac.RAC(compensations=compensations(world, lookups=lookups),
                    alternatives=world.alternatives,
                    read_only=world.read_only, retry=RETRY, store=store, clock=clock,
                    plugins=[schema or ResultSchema(world.effect_field)], load_entrypoints=False,
-                   **declarations(world))
+                   **declarations(world), **extra)
 
 
 def log_view(world: World, records: list[rac.Record]) -> LogView:
@@ -163,6 +178,8 @@ class RACApproach:
     p_forget: float = 0.0
     name: str = ""
     lookups: bool = False
+    #: declare the errors the worlds' tools raise before any effect (``rac-memory+declared``)
+    declared: bool = False
     _tmp: Path | None = field(default=None, repr=False)
     #: one engine per world class, reused by every run of this process (building an engine
     #: registers its plugins, which costs more than a whole run); each run gets its own store
@@ -173,11 +190,13 @@ class RACApproach:
         if not self.name:
             self.name = f"rac-{self.store}" + (f"+forgetful-p{self.p_forget:g}"
                                                if self.p_forget else "") \
-                + ("+lookup" if self.lookups else "")
+                + ("+lookup" if self.lookups else "") + ("+declared" if self.declared else "")
 
     def applies(self, world: type[World]) -> bool:
         """Whether this approach runs in ``world``'s cells (the lookup variant only where the
         world declares a lookup)."""
+        if self.declared and not can_declare_errors_before_effect():
+            return False
         return not self.lookups or bool(world.lookups)
 
     def _store_url(self, run_id: str) -> str:
@@ -202,7 +221,8 @@ class RACApproach:
             clock = SwitchClock()
             schema = ResultSchema(world.effect_field)
             self._engines[type(world)] = (make_engine(world, "memory://", clock, schema,
-                                                      lookups=self.lookups), clock, schema)
+                                                      lookups=self.lookups,
+                                                      declared=self.declared), clock, schema)
         engine, clock, schema = self._engines[type(world)]
         clock.target = setup.clock
         schema.keyed = setup.layer.keyed

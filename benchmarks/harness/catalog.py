@@ -41,7 +41,8 @@ def approaches() -> dict[str, Approach]:
     # (RAC under a forgetful model is not listed: RAC's policy never undoes from memory, so it
     # behaved exactly as rac-memory)
     items += [SagaPlanning(), RACApproach("memory"), RACApproach("sqlite"),
-              RACApproach("memory", lookups=True), Reference(), AgentSaga(retry_all=True),
+              RACApproach("memory", lookups=True), RACApproach("memory", declared=True),
+              Reference(), AgentSaga(retry_all=True),
               AgentSaga(retry_all=False)]
     return {a.name: a for a in items}
 

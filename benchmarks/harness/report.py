@@ -198,6 +198,8 @@ def _bad_for_rac(data: dict[str, Any]) -> list[str]:
 
 #: the approach that declares the worlds' lookups, and the one it is compared with
 LOOKUP, WITHOUT_LOOKUP = "rac-memory+lookup", "rac-memory"
+#: RAC with the worlds' errors before effect declared
+DECLARED = "rac-memory+declared"
 #: the closest peer, with its retry on every tool and with it only where a repeat is safe
 PEERS = ("agent-saga", "agent-saga-noretry")
 
@@ -274,24 +276,28 @@ def _cost_section(data: dict[str, Any]) -> list[str]:
             world, cls, v = k.split("/")
             if v != variant or cls not in classes:
                 continue
-            a = out.setdefault(cls, {"runs": 0, "goal": 0, "named": 0, "residual": 0})
+            a = out.setdefault(cls, {"runs": 0, "goal": 0, "named": 0, "residual": 0,
+                                     "false": 0})
             a["runs"] += c["runs"]
             a["goal"] += round((c["goal_completion"] or 0) * c["runs"])
             a["named"] += c["named_nothing_live_runs"]
             a["residual"] += c["residual_runs"]
+            a["false"] += c["false_clean_runs"]
         return out
 
-    plain, keyed = agg("plain"), agg("keyed")
+    plain, keyed, declared = agg("plain"), agg("keyed"), agg("plain", DECLARED)
     lines = ["| class | runs (plain) | goal completion | named, nothing live | runs (keyed) "
-             "| goal completion | named, nothing live |", "|---|" + "---:|" * 6]
+             f"| goal completion | named, nothing live | `{DECLARED}`: goal completion | "
+             "false all-clear |", "|---|" + "---:|" * 8]
     for cls in classes:
-        p, k = plain.get(cls), keyed.get(cls)
+        p, k, d = plain.get(cls), keyed.get(cls), declared.get(cls)
         if not p:
             continue
         cell = (f"{k['runs']} | {k['goal'] / k['runs']:.0%} | {k['named']}" if k
                 else "- | - | -")
+        dcell = f"{d['goal'] / d['runs']:.0%} | {d['false']}" if d else "- | -"
         lines.append(f"| {cls} | {p['runs']} | {p['goal'] / p['runs']:.0%} | {p['named']} | "
-                     f"{cell} |")
+                     f"{cell} | {dcell} |")
     return [
         "## What the evidence rule costs, and what buys it back",
         "",
@@ -315,9 +321,13 @@ def _cost_section(data: dict[str, Any]) -> list[str]:
         "retries (absent);",
         "- **errors before effect** (`errors_before_effect=(...)` per tool or engine-wide, a "
         "`rac_classify_error` plugin, or an MCP server's recovery metadata): errors the tool "
-        "raises only before it acts (a validation `ValueError`, a 429 or 503 before any body) "
-        "are then \"did not happen\", and retried or replanned around. It is a promise: the "
-        "`error_after_write` class raises the same `ValueError` after writing.",
+        "raises only before it acts (a validation `ValueError`; the core already knows a 429 "
+        "or 503 before any body) are then \"did not happen\", and replanned around. "
+        f"`{DECLARED}` is `{name}` with `errors_before_effect=(ValueError,)` declared "
+        "engine-wide: the worlds' tools refuse with a `ValueError` before they act, as tau2's "
+        "do. It is a promise, and the `error_after_write` class breaks it on purpose (the "
+        "same `ValueError` after a write): what the declaration costs where it is false is "
+        "in its false all-clear column.",
         "",
     ]
 
@@ -533,7 +543,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         "declared as a careful user would (argument paths, nothing guessed; an update of tau2 "
         "is declared undoable only where the core can restore a before-image). "
         f"`{LOOKUP}`: `rac-memory` with the worlds' lookups declared too, in the worlds that "
-        "have one (see above). `reference`: "
+        f"have one (see above). `{DECLARED}`: `rac-memory` with the worlds' refusals "
+        "(`ValueError`) declared as errors before any effect (see above). `reference`: "
         "react-agent-compensation 0.2.0 through its public LangChain wrapper, configured with "
         "a state mapper per tool that builds the compensator's arguments exactly; where a "
         "mapper cannot (the id it needs is missing) it names what it lacks and the "

@@ -129,3 +129,19 @@ def test_quick_writes_the_scratch_file_and_full_the_committed_figures(
 def test_the_committed_figures_come_from_a_full_run() -> None:
     data = json.loads(report.RESULTS.read_text())
     assert data["meta"]["mode"] == "full"
+
+
+def test_the_declared_variant_says_its_tools_refuse_before_they_act() -> None:
+    from benchmarks.approaches.rac_engine import can_declare_errors_before_effect
+    from benchmarks.harness.catalog import runs_in
+
+    if not can_declare_errors_before_effect():
+        assert not runs_in("rac-memory+declared", "travel/trip_budget")
+        pytest.skip("this core takes no errors_before_effect")
+    # rent_car is refused for good with a ValueError: declared, that is "did not happen",
+    # so the rollback of the rest is the whole story and the run ends compensated
+    for seed in range(2):
+        row = runner.run_episode("rac-memory+declared", "travel/trip_budget", "unsolvable",
+                                 seed)
+        assert (row["status"], row["outcome"], row["claims_clean"]) == (
+            "abort", "equivalent_clean", True), row

@@ -508,9 +508,11 @@ class Run:
 
     # -- rebuilding from the log (crash recovery) ----------------------------------------------
     @classmethod
-    def from_log(cls, engine: RAC, info: RunInfo, records: Iterable[Record]) -> Run:
+    def from_log(cls, engine: RAC, info: RunInfo, records: Iterable[Record], *,
+                 next_seq: int | None = None) -> Run:
         """A run rebuilt from its log records (see :mod:`rac.recovery`): already started, with
-        its records, status and next sequence number; no call is in flight."""
+        its records, status and next sequence number (``next_seq``, default one past the
+        highest); no call is in flight."""
         run = cls(engine, run_id=info.run_id, agent_id=info.agent_id)
         run.log.status = info.status
         run.started = True
@@ -519,7 +521,8 @@ class Run:
             if rec.kind is RecordKind.ACTION and rec.status is R.COMPLETED \
                     and not rec.read_only:
                 run.deps.add_result(rec.seq, rec.result, rec.args)
-        run._seq = itertools.count(max(run.log.records, default=0) + 1)
+        run._seq = itertools.count(next_seq if next_seq is not None
+                                   else max(run.log.records, default=0) + 1)
         return run
 
 

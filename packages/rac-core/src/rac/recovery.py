@@ -19,6 +19,12 @@ made, newest first:
 Compensations that exhaust their retries are dead letters (``compensation_failed``) and the run
 ends ``needs_attention``; :func:`resume` retries them after the cause is fixed.
 
+Every operator path decides who works on a run with one predicate, :func:`ownership`: a run is
+taken over only when nobody does (no owner, its lease expired, its process is gone). On a run
+whose owner is alive, :func:`resume` retries only the dead letters and held compensations, never
+the owner's newer work, and leaves the run's status to its owner; :func:`recover` leaves it
+alone. :func:`resolve` settles only what a rollback left live, through the run's checked writer.
+
 :func:`continue_run` reopens a live run to carry on from its log: the steps the agent asks for
 are checked against the log, and a different step at a sequence number raises
 :class:`rac.errors.SequenceMismatchError`, never a silent realignment.
@@ -30,13 +36,13 @@ import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rac.effects import drive_async, drive_sync
-from rac.errors import RACError, SequenceMismatchError
+from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
-from rac.report import RecoveryReport
+from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
 from rac.serialize import store_value
 
@@ -48,6 +54,12 @@ if TYPE_CHECKING:
 UNFINISHED = (RunStatus.RUNNING, RunStatus.COMPENSATING)
 #: How long a recoverer's claim holds before another may take the run over (seconds).
 DEFAULT_LEASE_SECONDS = 300.0
+#: Where the sequence numbers start that an operator's process writes into a run whose owner
+#: is still writing it (``rac resume`` on a live owner's run): a range the owner's own counter
+#: never reaches, so the two never collide, while two operators racing for the same dead
+#: letter pick the same number, and the store's refusal of a duplicate ``(run_id, seq)`` is
+#: their claim: exactly one of them goes on.
+OPERATOR_SEQ_BASE = 1_000_000_000
 
 
 @dataclass
@@ -55,8 +67,11 @@ class RecoveredRun:
     """What recovery did with one run.
 
     ``outcome`` is ``"compensated"`` or ``"needs_attention"`` (the run's status after recovery),
-    ``"skipped"`` (another recoverer holds it, or it finished meanwhile; ``reason`` says which)
-    or ``"error"`` (recovery itself failed; the run was released so it can be claimed again).
+    ``"retried"`` (:func:`resume` on a run whose owner is alive: its dead letters were
+    retried, ``report`` says how each ended, and the run's status is its owner's),
+    ``"skipped"`` (its owner is alive, another recoverer holds it, or it finished meanwhile;
+    ``reason`` says which) or ``"error"`` (recovery itself failed; the run was released so it
+    can be claimed again).
     """
 
     run_id: str
@@ -64,6 +79,15 @@ class RecoveredRun:
     status: RunStatus | None = None
     report: RecoveryReport | None = None
     reason: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        """True when nothing the command took up is left live: the run is compensated, or
+        (``outcome == "retried"``, a live owner's run) every dead letter retried was undone."""
+        if self.outcome == "compensated":
+            return True
+        return self.outcome == "retried" and self.report is not None \
+            and not self.report.left_live
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe summary."""
@@ -93,26 +117,64 @@ def owner_is_dead(owner: str | None) -> bool | None:
     return False
 
 
+OwnerState = Literal["free", "self", "live", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """Who works on a run, as far as its row in the log and this host can tell (see
+    :func:`ownership`). ``state``: ``free`` (nobody: no owner, its lease expired, or its
+    process is gone), ``self`` (the engine asking), ``live`` (a holder under an unexpired
+    lease, or a process on this host that is alive), ``unknown`` (a process on another host
+    that holds no lease). ``reason`` says it in words, for reports."""
+
+    state: OwnerState
+    reason: str
+
+    @property
+    def free(self) -> bool:
+        """True when nobody works on the run: it may be taken over."""
+        return self.state == "free"
+
+
+def ownership(engine: RAC, info: RunInfo, now: float) -> Ownership:
+    """Who works on run ``info``: the one predicate ``resume``, ``recover`` and their CLI
+    commands act on.
+
+    It reads the run's ``owner`` and ``lease_until``: an unexpired lease is a live holder; an
+    expired one frees the run; with no lease, the owner's process is looked up on this host
+    (gone frees the run, alive keeps it; another host cannot be told). Live leases renewed by
+    a heartbeat make the last case disappear: every live run then holds a lease.
+    """
+    owner = info.owner
+    if owner is None:
+        return Ownership("free", "it has no owner")
+    if owner == engine.owner:
+        return Ownership("self", "this engine owns it")
+    if info.lease_until > now:
+        return Ownership("live", f"{owner} holds it under a lease for "
+                                 f"{info.lease_until - now:.0f} s more")
+    if info.lease_until > 0:
+        return Ownership("free", f"the lease of {owner} on it expired")
+    dead = owner_is_dead(owner)
+    if dead:
+        return Ownership("free", f"its owner process {owner} is gone")
+    if dead is False:
+        return Ownership("live", f"its owner process {owner} is alive")
+    return Ownership("unknown", f"its owner {owner} runs on another host and holds no lease")
+
+
 def is_abandoned(engine: RAC, info: RunInfo, now: float, *,
                  stale_after: float | None = None) -> bool:
-    """Whether a run is unfinished and nobody is working on it any more.
-
-    A run is abandoned when it is unfinished and: it has no owner; or a recoverer's lease on it
-    expired; or it has no lease and its owner is a process on this host that no longer exists;
-    or (``stale_after`` seconds given) nothing was written to it for that long. A run owned by
-    ``engine`` itself, or under an unexpired lease, never is.
-    """
-    if info.status not in UNFINISHED or info.owner == engine.owner:
+    """Whether a run is unfinished and nobody is working on it any more: it is unfinished and
+    :func:`ownership` finds it free, or (``stale_after`` seconds given) its owner cannot be
+    told and nothing was written to it for that long."""
+    if info.status not in UNFINISHED:
         return False
-    if info.owner is None:
+    who = ownership(engine, info, now)
+    if who.free:
         return True
-    if info.lease_until > now:
-        return False
-    if info.lease_until > 0:
-        return True
-    if owner_is_dead(info.owner):
-        return True
-    if stale_after is not None:
+    if who.state == "unknown" and stale_after is not None:
         last = max([info.updated_at, *(r.updated_at for r in engine.store.get_records(info.run_id))])
         return last <= now - stale_after
     return False
@@ -222,21 +284,38 @@ _RECOVER_REASON = "recovery: the process running this run stopped before it fini
 _RESUME_REASON = "resume: retrying compensations that had failed"
 
 
+def _taken(engine: RAC, run_id: str) -> RecoveredRun | None:
+    """A "skipped" result when ``run_id`` (named by the operator) is unfinished and its owner
+    is alive or is this engine: a live owner's run is never taken over."""
+    info = engine.store.get_run(run_id)
+    if info is None:
+        return RecoveredRun(run_id, "skipped", reason=f"no run {run_id!r} in the log")
+    who = ownership(engine, info, engine.clock.now())
+    if info.status in UNFINISHED and who.state in ("live", "self"):
+        return RecoveredRun(run_id, "skipped", info.status,
+                            reason=f"{who.reason}: a run its owner is still working on is "
+                                   "never taken over; recover it once that process stops")
+    return None
+
+
 def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
             lease_seconds: float = DEFAULT_LEASE_SECONDS, stale_after: float | None = None,
             owner: str | None = None) -> list[RecoveredRun]:
     """Recover abandoned runs: claim each and compensate everything it may have done.
 
-    ``run_ids`` names runs to recover even if their owner looks alive (you know it is gone);
-    by default the abandoned runs of the log are found with :func:`find_unfinished`. Returns
-    one :class:`RecoveredRun` per run tried. An error while recovering one run releases it
-    (claimable again) and does not stop the others.
+    ``run_ids`` names runs to recover even if their owner cannot be told to be gone (it runs
+    on another host: you know it stopped); a run whose owner is alive on this host, or holds
+    an unexpired lease, is still skipped. By default the abandoned runs of the log are found
+    with :func:`find_unfinished`. Returns one :class:`RecoveredRun` per run tried. An error
+    while recovering one run releases it (claimable again) and does not stop the others.
     """
     me = owner or engine.owner
     out: list[RecoveredRun] = []
     for run_id in _targets(engine, run_ids, stale_after):
-        out.append(_recover_one_sync(engine, run_id, UNFINISHED, lease_seconds, me,
-                                     retry_dead_letters=False, reason=_RECOVER_REASON))
+        busy = _taken(engine, run_id) if run_ids is not None else None
+        out.append(busy or _recover_one_sync(engine, run_id, UNFINISHED, lease_seconds, me,
+                                             retry_dead_letters=False,
+                                             reason=_RECOVER_REASON))
     return out
 
 
@@ -248,35 +327,46 @@ async def arecover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     me = owner or engine.owner
     out: list[RecoveredRun] = []
     for run_id in _targets(engine, run_ids, stale_after):
-        out.append(await _recover_one_async(engine, run_id, UNFINISHED, lease_seconds, me,
-                                            retry_dead_letters=False, reason=_RECOVER_REASON))
+        busy = _taken(engine, run_id) if run_ids is not None else None
+        out.append(busy or await _recover_one_async(engine, run_id, UNFINISHED, lease_seconds,
+                                                    me, retry_dead_letters=False,
+                                                    reason=_RECOVER_REASON))
     return out
 
 
 _RESUMABLE = (RunStatus.NEEDS_ATTENTION, RunStatus.RUNNING, RunStatus.COMPENSATING)
+_LIVE_REASON = "resume: retrying the dead letters of a run its owner is still working on"
 
 
-def _still_running(engine: RAC, run_id: str) -> RecoveredRun | None:
-    """A "skipped" result if the run is unfinished and its owner, a process on this host, is
-    alive (resuming it would roll it back from under that process); KeyError if unknown."""
+def _resume_plan(engine: RAC, run_id: str) -> tuple[RecoveredRun | None, Ownership | None]:
+    """How to resume ``run_id``: (a result, None) when it is left alone; (None, the live
+    owner) when only its dead letters may be retried; (None, None) for a full resume.
+    KeyError for an unknown run."""
     info = engine.store.get_run(run_id)
     if info is None:
         raise KeyError(f"no run {run_id!r} in {engine.store.url}")
-    if info.status in UNFINISHED and info.lease_until <= 0 and (
-            info.owner == engine.owner or owner_is_dead(info.owner) is False):
+    who = ownership(engine, info, engine.clock.now())
+    if info.status in UNFINISHED and who.state in ("live", "self"):
         return RecoveredRun(run_id, "skipped", info.status,
-                            reason=f"the run is still {info.status} in its owner process "
-                                   f"{info.owner}; resume it after that process stops")
-    return None
+                            reason=f"the run is still {info.status} and {who.reason}; "
+                                   "resume it after that process stops"), None
+    if info.status is RunStatus.NEEDS_ATTENTION and who.state in ("live", "unknown"):
+        return None, who
+    return None, None
 
 
 def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
            owner: str | None = None) -> RecoveredRun:
     """Retry the dead letters of a run (``compensation_failed`` records, after the cause was
-    fixed) and any side effect it left live. Raises KeyError for an unknown run."""
-    busy = _still_running(engine, run_id)
-    if busy is not None:
-        return busy
+    fixed) and its held compensations. When nobody works on the run any more (see
+    :func:`ownership`), also undo any side effect it left live, as recovery does; while its
+    owner is alive, only the dead letters and held compensations are retried and the run's
+    status is left to its owner (outcome ``"retried"``). Raises KeyError for an unknown run."""
+    done, live_owner = _resume_plan(engine, run_id)
+    if done is not None:
+        return done
+    if live_owner is not None:
+        return _retry_sync(engine, run_id, live_owner)
     return _recover_one_sync(engine, run_id, _RESUMABLE, lease_seconds, owner or engine.owner,
                              retry_dead_letters=True, reason=_RESUME_REASON)
 
@@ -284,12 +374,108 @@ def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SEC
 async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
                   owner: str | None = None) -> RecoveredRun:
     """Async :func:`resume`."""
-    busy = _still_running(engine, run_id)
-    if busy is not None:
-        return busy
+    done, live_owner = _resume_plan(engine, run_id)
+    if done is not None:
+        return done
+    if live_owner is not None:
+        try:
+            return await drive_async(_retry_flow(engine, run_id, live_owner), engine.clock,
+                                     engine.passthrough)
+        except Exception as e:  # noqa: BLE001 - reported; the owner keeps its run
+            return _retry_failed(run_id, e)
     return await _recover_one_async(engine, run_id, _RESUMABLE, lease_seconds,
                                     owner or engine.owner, retry_dead_letters=True,
                                     reason=_RESUME_REASON)
+
+
+# -- a live owner's run: its dead letters only -------------------------------------------------
+def held(record: Record) -> bool:
+    """True if ``record`` is an action whose compensation a rollback held for approval."""
+    note = record.note or ""
+    return record.status is RecordStatus.COMPLETED and note.startswith("compensation via ") \
+        and note.endswith(" held for approval")
+
+
+def _retry_sync(engine: RAC, run_id: str, who: Ownership) -> RecoveredRun:
+    try:
+        return drive_sync(_retry_flow(engine, run_id, who), engine.clock, engine.passthrough)
+    except Exception as e:  # noqa: BLE001 - reported; the owner keeps its run
+        return _retry_failed(run_id, e)
+
+
+def _retry_failed(run_id: str, err: Exception) -> RecoveredRun:
+    emit("rac.recovery", level="error", run_id=run_id, status="error",
+         error=f"{type(err).__name__}: {err}")
+    return RecoveredRun(run_id, "error", reason=f"{type(err).__name__}: {err}")
+
+
+def _retry_flow(engine: RAC, run_id: str, who: Ownership) -> Flow[RecoveredRun]:
+    """Retry the dead letters and held compensations of a run whose owner is alive, newest
+    first, without touching its run row or any other record: the owner keeps writing it.
+
+    The compensation records go at :data:`OPERATOR_SEQ_BASE` and up, so they never collide
+    with the owner's; a second operator racing for the same dead letter collides with the
+    first on the same seq and stops ("skipped"), so exactly one claim proceeds."""
+    from rac.lifecycle import may_be_live
+    from rac.ordering import rollback_order
+    from rac.run.compensation import compensate
+
+    info = engine.store.get_run(run_id)
+    if info is None:
+        raise KeyError(f"no run {run_id!r} in {engine.store.url}")
+    records = engine.store.get_records(run_id)
+    taken = [r for r in records if r.kind is RecordKind.ACTION and not r.read_only
+             and (r.status is RecordStatus.COMPENSATION_FAILED or held(r))]
+    if not taken:
+        return RecoveredRun(run_id, "skipped", info.status,
+                            reason=f"no dead letter or held compensation to retry, and "
+                                   f"{who.reason}: its other work is left to it")
+    first = max(OPERATOR_SEQ_BASE, max(r.seq for r in records)) + 1
+    run = Run.from_log(engine, info, records, next_seq=first)
+    wanted = {r.seq for r in taken}
+    emit("rac.recovery", run_id=run_id, status="retrying_dead_letters",
+         seqs=sorted(wanted), owner=info.owner)
+    report = RecoveryReport(run_id=run_id, reason=_LIVE_REASON, status=info.status)
+    for rec in rollback_order(taken):
+        mine = run.log.records[rec.seq]
+        blocker = next((r for r in run.log.records.values() if rec.seq in r.depends_on
+                        and r.seq not in wanted and may_be_live(r)), None)
+        item = UndoneAction(rec.seq, rec.tool)
+        if blocker is not None:
+            item.error = f"{blocker.tool} (#{blocker.seq}) depends on it and is still live"
+            report.blocked.append(item)
+            continue
+        try:
+            undo = yield from compensate(run, mine)
+        except ConflictError:
+            _repair_after_race(engine, run, mine)
+            return RecoveredRun(run_id, "skipped", info.status,
+                                reason="another operator is resuming this run right now")
+        item.compensator, item.error = undo.compensator, undo.error
+        {"compensated": report.compensated, "held": report.held,
+         "none": report.not_undoable}.get(undo.outcome, report.compensation_failed).append(item)
+    emit("rac.recovery", level="info" if not report.left_live else "warning", run_id=run_id,
+         status="dead_letters_retried", compensated=len(report.compensated),
+         left_live=len(report.left_live))
+    return RecoveredRun(run_id, "retried", info.status, report,
+                        reason=f"{who.reason}: only its dead letters were retried; its newer "
+                               "work and its status are left to it")
+
+
+def _repair_after_race(engine: RAC, run: Run, rec: Record) -> None:
+    """After losing the race for ``rec`` to another operator: if the winner already finished
+    its compensation, the record this process marked ``compensating`` meanwhile is given the
+    winner's outcome again (``compensated``, or the dead letter)."""
+    if rec.status is not RecordStatus.COMPENSATING:
+        return
+    theirs = [r for r in engine.store.get_records(run.run_id)
+              if r.kind is RecordKind.COMPENSATION and r.compensates == rec.seq
+              and r.seq >= OPERATOR_SEQ_BASE]
+    ended = {RecordStatus.COMPLETED: RecordStatus.COMPENSATED,
+             RecordStatus.FAILED: RecordStatus.COMPENSATION_FAILED}
+    if theirs and theirs[-1].status in ended:
+        with run.lock:
+            run.log.update(rec, status=ended[theirs[-1].status])
 
 
 def _recover_one_sync(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
@@ -325,17 +511,51 @@ async def _recover_one_async(engine: RAC, run_id: str, statuses: Iterable[RunSta
 
 
 # -- an operator's resolution ----------------------------------------------------------------------
+def unresolvable(info: RunInfo, rec: Record) -> str | None:
+    """Why ``rec`` of run ``info`` cannot be resolved by hand, or None when it can: only what
+    a rollback left live (a dead letter, a call in doubt, a held or not undoable effect) of a
+    ``needs_attention`` run is a person's to settle."""
+    if rec.kind is not RecordKind.ACTION:
+        return (f"it is the compensation record of #{rec.compensates}: resolve the action it "
+                "undoes")
+    if rec.read_only:
+        return "it is a read-only call: it changed nothing"
+    if rec.status is RecordStatus.RESOLVED:
+        return f"it is already resolved ({rec.note})"
+    if info.status is not RunStatus.NEEDS_ATTENTION:
+        if info.status in UNFINISHED:
+            return (f"the run is {info.status}, not needs_attention: no rollback has finished "
+                    "with it; `rac recover` (or `rac resume`) finishes it first")
+        return f"the run is {info.status}: nothing of it waits for a person"
+    if rec.status in (RecordStatus.FAILED, RecordStatus.COMPENSATED):
+        return f"it is {rec.status}: nothing of it is live"
+    if rec.status is RecordStatus.COMPENSATING:
+        return "its undo is under way, or was interrupted: `rac resume` settles it"
+    if rec.status in (RecordStatus.COMPENSATION_FAILED, RecordStatus.IN_DOUBT):
+        return None
+    if not rec.compensable or held(rec):  # completed or pending: not undoable, or held
+        return None
+    if rec.status is RecordStatus.PENDING:
+        return "its call has no outcome yet: `rac recover` or `rac resume` settles it first"
+    return ("no rollback left it live: it completed and can be undone (a rollback, or `rac "
+            "resume` once its owner is gone, undoes it)")
+
+
 def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = None) -> RunInfo:
     """Record that a person settled an action a rollback left live (a dead letter, a call in
-    doubt, an effect that could not be undone): the record becomes ``resolved`` with who and
-    why, and once nothing of the run may be live any more, the run leaves ``needs_attention``
-    for ``resolved``. Returns the run as the log now holds it.
+    doubt, a held or not undoable effect) of a ``needs_attention`` run: the record becomes
+    ``resolved``, its note saying who, when and why; once nothing of the run may be live any
+    more, the run leaves ``needs_attention`` for ``resolved``. Both changes go through the
+    run's writer (checked against the lifecycle tables, one event each, and the
+    ``rac_record_written`` / ``rac_run_status_changed`` notifications). Returns the run as the
+    log now holds it.
 
-    Raises KeyError for an unknown run or seq, and :class:`rac.errors.RACError` for a record
-    that is not live (there is nothing to resolve) or an empty note."""
+    Raises KeyError for an unknown run or seq, and :class:`rac.errors.RACError` for an empty
+    note or anything else (:func:`unresolvable` says why)."""
+    import datetime as dt
     import getpass
 
-    from rac.lifecycle import check_record, may_be_live
+    from rac.lifecycle import may_be_live
     from rac.serialize import redact_text
 
     if not note.strip():
@@ -347,23 +567,20 @@ def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = N
     rec = next((r for r in records if r.seq == seq), None)
     if rec is None:
         raise KeyError(f"run {run_id} has no record #{seq}")
-    if not may_be_live(rec):
-        raise RACError(f"{run_id}#{seq} ({rec.tool}) is {rec.status}: nothing of it is live, "
-                       "there is nothing to resolve")
-    check_record(rec, rec.status, RecordStatus.RESOLVED)
+    why_not = unresolvable(info, rec)
+    if why_not is not None:
+        raise RACError(f"cannot resolve {run_id}#{seq} ({rec.tool}, {rec.status}): {why_not}")
     who = by or getpass.getuser()
-    now = engine.clock.now()
-    text = redact_text(f"resolved by {who}: {note.strip()}")[:2000]
-    engine.store.update_record(run_id, seq, status=RecordStatus.RESOLVED, note=text,
-                               updated_at=now)
+    when = dt.datetime.fromtimestamp(engine.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = redact_text(f"resolved by {who} at {when}: {note.strip()}")[:2000]
+    run = Run.from_log(engine, info, records)
     emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
-         status="resolved", by=who)
-    rec.status = RecordStatus.RESOLVED
-    if info.status is RunStatus.NEEDS_ATTENTION and not any(may_be_live(r) for r in records):
-        engine.store.update_run(run_id, status=RunStatus.RESOLVED, updated_at=now,
-                                summary=f"resolved by {who}")
-        emit("rac.run", run_id=run_id, status=str(RunStatus.RESOLVED),
-             previous=str(RunStatus.NEEDS_ATTENTION))
+         status="resolved", by=redact_text(who))
+    with run.lock:
+        run.log.update(run.log.records[seq], status=RecordStatus.RESOLVED, note=text)
+        if not any(may_be_live(r) for r in run.log.records.values()):
+            run.log.set_status(RunStatus.RESOLVED)
+            engine.store.update_run(run_id, summary=redact_text(f"resolved by {who}"))
     updated = engine.store.get_run(run_id)
     assert updated is not None
     return updated
@@ -451,6 +668,7 @@ def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEA
     return run
 
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "UNFINISHED", "RecoveredRun", "ReplayRun", "arecover",
-           "aresume", "continue_run", "find_unfinished", "is_abandoned", "owner_is_dead",
-           "rebuild", "recover", "resolve", "resume"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "OPERATOR_SEQ_BASE", "UNFINISHED", "Ownership",
+           "RecoveredRun", "ReplayRun", "arecover", "aresume", "continue_run",
+           "find_unfinished", "held", "is_abandoned", "owner_is_dead", "ownership", "rebuild",
+           "recover", "resolve", "resume", "unresolvable"]

@@ -107,6 +107,9 @@ def _print_outcomes(outcomes: list[Any], as_json: bool) -> None:
         if o.reason:
             line += f" ({o.reason})"
         print(line)
+        if o.report is not None and o.outcome == "retried" and o.report.compensated:
+            print("  undone: " + ", ".join(f"#{a.seq} {a.tool} (via {a.compensator})"
+                                           for a in o.report.compensated))
         if o.report is not None and o.report.left_live:
             print("  left live: " + ", ".join(f"#{a.seq} {a.tool}"
                                                for a in o.report.left_live))
@@ -132,7 +135,7 @@ def resume(args: argparse.Namespace) -> int:
     else:
         outcome = _resume_demo_run(args)
     _print_outcomes([outcome], args.json)
-    return OK if outcome.outcome == "compensated" else UNSETTLED
+    return OK if outcome.settled else UNSETTLED
 
 
 def _demo_runs(args: argparse.Namespace, command: str, run_id: str | None = None

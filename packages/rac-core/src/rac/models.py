@@ -123,9 +123,15 @@ class Record:
         return cls(**kw)
 
 
+#: ``RunInfo.lease_until`` of a run its owner has left (its ``with`` block ended while the run
+#: was not completed, or a recoverer finished with it): nobody works on it any more.
+RELEASED = -1.0
+
+
 @dataclass(slots=True)
 class RunInfo:
-    """A run as the log knows it: who owns it, its status, and a recovery lease."""
+    """A run as the log knows it: who owns it, its status, and a lease: 0 for none, a time
+    until which a holder works on it, or :data:`RELEASED` once its owner has left it."""
 
     run_id: str
     agent_id: str = "agent"

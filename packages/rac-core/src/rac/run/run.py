@@ -18,7 +18,7 @@ from rac.dependencies import DependencyIndex
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConfigurationError, ToolCallFailed
 from rac.lifecycle import in_scope, may_be_live
-from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
 from rac.run.compensation import undo_sources
@@ -191,6 +191,7 @@ class Run:
                 self._close()
         finally:
             _reset(tokens)
+            self._leave()
 
     async def __aenter__(self) -> Run:
         return self.__enter__()
@@ -206,6 +207,7 @@ class Run:
                 self._close()
         finally:
             _reset(tokens)
+            self._leave()
 
     def _pop_tokens(self) -> tuple[Token[Run | None], Token[tuple[Run, str] | None]]:
         if not self._tokens:
@@ -226,6 +228,18 @@ class Run:
                     for r in self.log.records.values()):
                 return None  # rolled back already, and nothing was done since
         return f"the run was aborted by {type(exc).__name__}: {error_text(exc)}"
+
+    def _leave(self) -> None:
+        """The outermost block of a run that is not completed ended: say in the log that its
+        owner left it (see :data:`rac.models.RELEASED`), so that an operator's ``rac resume``
+        may finish its rollback while this process lives on. A completed run needs no word."""
+        if self._tokens or self.status is S.COMPLETED:
+            return
+        try:
+            self.engine.store.update_run(self.run_id, lease_until=RELEASED)
+        except Exception as e:  # noqa: BLE001 - then the run looks owned: the careful side
+            self.log.event("rac.run", level="warning", status="release_failed",
+                           error=error_text(e))
 
     def _close(self) -> None:
         with self.lock:

@@ -31,6 +31,7 @@ def gone_pid() -> int:
     ("other-host:1:abc", 0.0, "unknown"),
     ("other-host:1:abc", 100.0, "live"),          # a lease held (a recoverer, or a heartbeat)
     ("other-host:1:abc", -50.0, "free"),          # a lease that expired
+    (f"{socket.gethostname()}:ME:abc", 0.0, "local"),
     (f"{socket.gethostname()}:ALIVE:abc", 0.0, "live"),
     (f"{socket.gethostname()}:GONE:abc", 0.0, "free"),
 ])
@@ -43,7 +44,8 @@ def test_who_works_on_a_run(make_engine: Any, owner: str | None, lease: float,
     if owner == "ENGINE":
         owner = engine.owner
     elif owner is not None:
-        owner = owner.replace("ALIVE", str(os.getpid())).replace("GONE", str(gone_pid()))
+        owner = owner.replace("ME", str(os.getpid())).replace("GONE", str(gone_pid()))
+        owner = owner.replace("ALIVE", str(os.getppid()))
     who = ownership(engine, RunInfo("r", owner=owner, lease_until=now + lease if lease else 0.0),
                     now)
     assert who.state == state and who.reason
@@ -106,10 +108,11 @@ def test_resolve_refuses_with_the_reason(make_engine: Any, world: TravelWorld) -
     assert rec.status is RecordStatus.COMPLETED and len(world.live()) == 1
 
 
-def test_resume_by_a_live_owner_of_another_process_leaves_newer_work(
+def test_resume_by_another_engine_leaves_the_live_owners_newer_work(
         make_engine: Any, world: TravelWorld) -> None:
     """The in-process form of the CLI's reproduction: an engine that is not the owner resumes
-    a run whose owner (this very process, alive) made newer calls after the dead letter."""
+    a run whose owner (another engine of this process, its run still open) made newer calls
+    after the dead letter."""
     world.fail("cancel_flight", "permanent", times=1)
     owner = make_engine()
     with owner.run() as run:

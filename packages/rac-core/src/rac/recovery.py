@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
-from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
 from rac.serialize import store_value
@@ -117,16 +117,18 @@ def owner_is_dead(owner: str | None) -> bool | None:
     return False
 
 
-OwnerState = Literal["free", "self", "live", "unknown"]
+OwnerState = Literal["free", "self", "local", "live", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
 class Ownership:
     """Who works on a run, as far as its row in the log and this host can tell (see
-    :func:`ownership`). ``state``: ``free`` (nobody: no owner, its lease expired, or its
-    process is gone), ``self`` (the engine asking), ``live`` (a holder under an unexpired
-    lease, or a process on this host that is alive), ``unknown`` (a process on another host
-    that holds no lease). ``reason`` says it in words, for reports."""
+    :func:`ownership`). ``state``: ``free`` (nobody: no owner, its owner left it, its lease
+    expired, or its process is gone), ``self`` (the engine asking), ``local`` (another engine
+    of the asking process: the caller can tell, and names the run when it knows it stopped),
+    ``live`` (a holder under an unexpired lease, or another process on this host that is
+    alive), ``unknown`` (a process on another host that holds no lease). ``reason`` says it in
+    words, for reports."""
 
     state: OwnerState
     reason: str
@@ -141,21 +143,27 @@ def ownership(engine: RAC, info: RunInfo, now: float) -> Ownership:
     """Who works on run ``info``: the one predicate ``resume``, ``recover`` and their CLI
     commands act on.
 
-    It reads the run's ``owner`` and ``lease_until``: an unexpired lease is a live holder; an
-    expired one frees the run; with no lease, the owner's process is looked up on this host
-    (gone frees the run, alive keeps it; another host cannot be told). Live leases renewed by
-    a heartbeat make the last case disappear: every live run then holds a lease.
+    It reads the run's ``owner`` and ``lease_until``: a run its owner left
+    (:data:`rac.models.RELEASED`: its block ended, or a recoverer finished with it) is free; an
+    unexpired lease is a live holder; an expired one frees the run; with no lease, the owner's
+    process is looked up on this host (gone frees the run, alive keeps it; another host cannot
+    be told). Live leases renewed by a heartbeat make the last case disappear: every live run
+    then holds a lease.
     """
     owner = info.owner
     if owner is None:
         return Ownership("free", "it has no owner")
     if owner == engine.owner:
         return Ownership("self", "this engine owns it")
+    if info.lease_until == RELEASED:
+        return Ownership("free", f"its owner {owner} has left it")
     if info.lease_until > now:
         return Ownership("live", f"{owner} holds it under a lease for "
                                  f"{info.lease_until - now:.0f} s more")
     if info.lease_until > 0:
         return Ownership("free", f"the lease of {owner} on it expired")
+    if owner.split(":")[:2] == [socket.gethostname(), str(os.getpid())]:
+        return Ownership("local", f"its owner {owner} is another engine of this process")
     dead = owner_is_dead(owner)
     if dead:
         return Ownership("free", f"its owner process {owner} is gone")
@@ -235,8 +243,9 @@ def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_s
 
 
 def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
-    """End the lease so that the run can be claimed again (by ``resume``, or after an error)."""
-    fields: dict[str, Any] = {"lease_until": 0.0}
+    """End the lease so that the run can be claimed again (by ``resume``, or after an error):
+    the recoverer has left it."""
+    fields: dict[str, Any] = {"lease_until": RELEASED}
     if not keep_owner:
         fields["owner"] = None
     engine.store.update_run(run_id, **fields)
@@ -285,13 +294,13 @@ _RESUME_REASON = "resume: retrying compensations that had failed"
 
 
 def _taken(engine: RAC, run_id: str) -> RecoveredRun | None:
-    """A "skipped" result when ``run_id`` (named by the operator) is unfinished and its owner
-    is alive or is this engine: a live owner's run is never taken over."""
+    """A "skipped" result when ``run_id`` (named by the operator) is unfinished and another
+    live process works on it (or holds its lease): a live owner's run is never taken over."""
     info = engine.store.get_run(run_id)
     if info is None:
         return RecoveredRun(run_id, "skipped", reason=f"no run {run_id!r} in the log")
     who = ownership(engine, info, engine.clock.now())
-    if info.status in UNFINISHED and who.state in ("live", "self"):
+    if info.status in UNFINISHED and who.state == "live":
         return RecoveredRun(run_id, "skipped", info.status,
                             reason=f"{who.reason}: a run its owner is still working on is "
                                    "never taken over; recover it once that process stops")
@@ -304,8 +313,8 @@ def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     """Recover abandoned runs: claim each and compensate everything it may have done.
 
     ``run_ids`` names runs to recover even if their owner cannot be told to be gone (it runs
-    on another host: you know it stopped); a run whose owner is alive on this host, or holds
-    an unexpired lease, is still skipped. By default the abandoned runs of the log are found
+    on another host, or is another engine of this process: you know it stopped); a run that
+    another live process on this host works on, or whose lease is held, is still skipped. By default the abandoned runs of the log are found
     with :func:`find_unfinished`. Returns one :class:`RecoveredRun` per run tried. An error
     while recovering one run releases it (claimable again) and does not stop the others.
     """
@@ -346,11 +355,11 @@ def _resume_plan(engine: RAC, run_id: str) -> tuple[RecoveredRun | None, Ownersh
     if info is None:
         raise KeyError(f"no run {run_id!r} in {engine.store.url}")
     who = ownership(engine, info, engine.clock.now())
-    if info.status in UNFINISHED and who.state in ("live", "self"):
+    if info.status in UNFINISHED and who.state in ("live", "self", "local"):
         return RecoveredRun(run_id, "skipped", info.status,
                             reason=f"the run is still {info.status} and {who.reason}; "
                                    "resume it after that process stops"), None
-    if info.status is RunStatus.NEEDS_ATTENTION and who.state in ("live", "unknown"):
+    if info.status is RunStatus.NEEDS_ATTENTION and who.state in ("live", "unknown", "local"):
         return None, who
     return None, None
 
@@ -521,14 +530,14 @@ def unresolvable(info: RunInfo, rec: Record) -> str | None:
     if rec.read_only:
         return "it is a read-only call: it changed nothing"
     if rec.status is RecordStatus.RESOLVED:
-        return f"it is already resolved ({rec.note})"
+        return f"it is already resolved ({rec.note}): there is nothing to resolve"
     if info.status is not RunStatus.NEEDS_ATTENTION:
         if info.status in UNFINISHED:
             return (f"the run is {info.status}, not needs_attention: no rollback has finished "
                     "with it; `rac recover` (or `rac resume`) finishes it first")
         return f"the run is {info.status}: nothing of it waits for a person"
     if rec.status in (RecordStatus.FAILED, RecordStatus.COMPENSATED):
-        return f"it is {rec.status}: nothing of it is live"
+        return f"it is {rec.status}: nothing of it is live, there is nothing to resolve"
     if rec.status is RecordStatus.COMPENSATING:
         return "its undo is under way, or was interrupted: `rac resume` settles it"
     if rec.status in (RecordStatus.COMPENSATION_FAILED, RecordStatus.IN_DOUBT):

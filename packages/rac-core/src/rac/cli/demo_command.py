@@ -68,18 +68,12 @@ def demo(args: argparse.Namespace) -> int:
 
 def _need_mcp() -> None:
     """One line naming the extra when the mcp package is missing."""
-    import importlib.util
-
     from rac.cli.main import CLIError
 
-    if importlib.util.find_spec("mcp") is None:
-        raise CLIError(f"`rac demo --mcp` needs the mcp package: pip install "
-                       f"'{distribution()}[mcp]' (or pip install mcp)")
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise CLIError("`rac demo --mcp` needs the mcp package: install the mcp extra (from a "
+                       "checkout: pip install './packages/rac-core[mcp]'), or pip install mcp"
+                       ) from None
 
-
-def distribution() -> str:
-    """The name of the distribution that installed the ``rac`` package (for install hints)."""
-    from importlib.metadata import packages_distributions
-
-    names = packages_distributions().get("rac") or ["robust-agent-compensation"]
-    return names[0]

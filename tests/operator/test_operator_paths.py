@@ -110,11 +110,14 @@ def test_resolve_refuses_with_the_reason(make_engine: Any, world: TravelWorld) -
 
 def test_resume_by_another_engine_leaves_the_live_owners_newer_work(
         make_engine: Any, world: TravelWorld) -> None:
-    """The in-process form of the CLI's reproduction: an engine that is not the owner resumes
-    a run whose owner (another engine of this process, its run still open) made newer calls
-    after the dead letter."""
+    """The in-process form of the CLI's reproduction: an engine resumes a run whose owner (a
+    live process on this host: here the test's parent, standing in for it) made newer calls
+    after the dead letter, its run still open."""
+    import os
+
     world.fail("cancel_flight", "permanent", times=1)
     owner = make_engine()
+    owner.owner = f"{socket.gethostname()}:{os.getppid()}:stand-in"
     with owner.run() as run:
         run.call("book_flight", **FLIGHT)
         run.rollback()

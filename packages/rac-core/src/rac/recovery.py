@@ -359,7 +359,7 @@ def _resume_plan(engine: RAC, run_id: str) -> tuple[RecoveredRun | None, Ownersh
         return RecoveredRun(run_id, "skipped", info.status,
                             reason=f"the run is still {info.status} and {who.reason}; "
                                    "resume it after that process stops"), None
-    if info.status is RunStatus.NEEDS_ATTENTION and who.state in ("live", "unknown", "local"):
+    if info.status is RunStatus.NEEDS_ATTENTION and who.state in ("live", "unknown"):
         return None, who
     return None, None
 

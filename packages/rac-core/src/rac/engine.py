@@ -7,6 +7,7 @@ import inspect
 import os
 import socket
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -54,6 +55,10 @@ class _PluginManager(pluggy.PluginManager):
         result = super().unregister(plugin, name)
         self._on_change()
         return result
+
+    def add_hookspecs(self, module_or_class: Any) -> None:
+        super().add_hookspecs(module_or_class)
+        self._on_change()
 
 
 class RAC:
@@ -186,6 +191,24 @@ class RAC:
             self.registry.check_known(self.tools)
             self.registry.check_params(self.tools)
         self.store: Store = open_store(store)
+        # The store the engine opened (from a URL, or the default) is the engine's: closed with
+        # it, or when it is collected. A store object the caller made stays the caller's.
+        owned = store is None or isinstance(store, (str, Path))
+        self._closer = weakref.finalize(self, self.store.close) if owned else None
+
+    # -- closing ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the log's connection if the engine opened the store (from a URL or the
+        default); a store object passed in stays open for its owner. Idempotent. Also done
+        when the engine is garbage-collected, and by ``with rac.RAC(...) as engine:``."""
+        if self._closer is not None:
+            self._closer()
+
+    def __enter__(self) -> RAC:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- plugins and tools -----------------------------------------------------------------------
     def register_plugin(self, plugin: object, name: str | None = None) -> None:

@@ -1,8 +1,12 @@
 """The PostgreSQL store: one transaction log shared by processes on several machines.
 
-Needs psycopg 3 (the core's ``postgres`` extra). One connection per thread; every write is
-its own transaction, rolled back on any exception. Schema changes are versioned migrations,
-applied under an advisory lock so that several processes starting at once migrate once.
+Needs psycopg 3 (the core's ``postgres`` extra). One connection per store, shared by its
+threads under a lock; every write is its own transaction, rolled back on any exception. Schema
+changes are versioned migrations, applied under an advisory lock so that several processes
+starting at once migrate once; the schema itself is created under the same lock (two
+processes creating it at the same instant would otherwise collide on its name). A commit asked
+for with ``durable=False`` runs with ``synchronous_commit`` off: the server has it, but a crash
+of the server may lose it.
 A duplicate ``(run_id, seq)`` is a unique violation, raised as :class:`rac.errors.ConflictError`.
 The statements are :mod:`rac.stores.sql`'s; this module holds the connection and transactions.
 
@@ -16,6 +20,7 @@ an error, and a log at an older schema version is refused until a writer migrate
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -84,15 +89,16 @@ class PostgresStore(SQLStore):
         if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
             raise StoreError(f"schema {self.schema!r} is not a plain SQL identifier")
         self._connect_timeout = connect_timeout
-        self._local = threading.local()
-        self._all: list[psycopg.Connection[tuple[Any, ...]]] = []
-        self._all_lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._pid = os.getpid()
         self._open(key)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> psycopg.Connection[tuple[Any, ...]]:
-        conn: psycopg.Connection[tuple[Any, ...]] | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed:
+        """The store's one connection, opened on first use (call under ``_lock``)."""
+        conn = self._connection
+        if conn is not None and not conn.closed and self._pid == os.getpid():
             return conn
         extra: dict[str, Any] = {}
         if self._wait is not None:  # read-only: the server itself refuses every write
@@ -107,34 +113,45 @@ class PostgresStore(SQLStore):
         if self.schema is not None and self._wait is not None:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         elif self.schema is not None:
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                sql.Identifier(self.schema)))
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
-        self._local.conn = conn
-        with self._all_lock:
-            self._all.append(conn)
+            try:
+                with conn.transaction():
+                    # The lock migrations take: creating the schema races like they do.
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        sql.Identifier(self.schema)))
+                conn.execute(sql.SQL("SET search_path TO {}").format(
+                    sql.Identifier(self.schema)))
+            except psycopg.Error as e:
+                conn.close()
+                raise StoreError(f"cannot open the schema {self.schema!r} of the PostgreSQL "
+                                 f"log at {_safe_url(self.url)}: {e}") from e
+        self._connection, self._pid = conn, os.getpid()
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    def _write(self, durable: bool = True) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """One transaction: committed when the block ends, rolled back on any exception."""
         if self.read_only:
             raise refuse_write(_safe_url(self.url))
-        conn = self._conn()
-        try:
-            with conn.transaction():
-                yield conn
-        except pg_errors.UniqueViolation:
-            raise  # the caller names the duplicate (a ConflictError)
-        except psycopg.Error as e:
-            raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
+        with self._lock:
+            conn = self._conn()
+            try:
+                with conn.transaction():
+                    if not durable:
+                        conn.execute(b"SET LOCAL synchronous_commit TO OFF")
+                    yield conn
+            except pg_errors.UniqueViolation:
+                raise  # the caller names the duplicate (a ConflictError)
+            except psycopg.Error as e:
+                raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
 
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
         return conn.execute(query.encode(), list(params))
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         def once() -> list[tuple[Any, ...]]:
-            return self._conn().execute(query.encode(), list(params)).fetchall()
+            with self._lock:
+                return self._conn().execute(query.encode(), list(params)).fetchall()
 
         try:
             return self._wait.run(once, _locked) if self._wait is not None else once()
@@ -174,14 +191,14 @@ class PostgresStore(SQLStore):
                 sql.Identifier(self.schema)))
 
     def close(self) -> None:
-        with self._all_lock:
-            for conn in self._all:
+        """Close the connection (a later use opens it again)."""
+        with self._lock:
+            conn, self._connection = self._connection, None
+            if conn is not None and self._pid == os.getpid():
                 try:
                     conn.close()
                 except psycopg.Error:
                     pass
-            self._all.clear()
-        self._local = threading.local()
 
 
 def _locked(error: BaseException) -> bool:

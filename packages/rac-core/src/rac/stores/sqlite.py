@@ -2,8 +2,15 @@
 
 WAL journal, ``synchronous=FULL``, a busy timeout, every write inside ``BEGIN IMMEDIATE`` and
 rolled back on any exception, and a versioned migrations table (``schema_migrations``). One
-connection per thread. The statements are :mod:`rac.stores.sql`'s; this module holds the
-connection, the transactions and the file.
+connection per store, shared by the store's threads under a lock (SQLite has one writer at a
+time anyway): a framework that runs each turn's tools on fresh threads opens no new file
+handle per turn. A process forked with the store open opens its own connection on first use.
+The statements are :mod:`rac.stores.sql`'s; this module holds the connection, the
+transactions and the file.
+
+A commit asked for with ``durable=False`` runs under ``synchronous=NORMAL``: in WAL mode it is
+not flushed to disk at once, so it survives a crash of the process (the operating system has
+it) but a power cut may lose it; the next durable commit flushes it with its own.
 
 ``read_only=True`` (what read commands use, see :mod:`rac.stores.read_only`) opens an existing
 file with SQLite's ``mode=ro`` and creates nothing; an older log is read through a copy
@@ -109,9 +116,10 @@ class SQLiteStore(SQLStore):
         self._wait = LockWait(p, wait, on_wait) if read_only else None
         #: an older log opened read-only: a copy migrated in memory, read instead of the file
         self._copy: sqlite3.Connection | None = None
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._synchronous = "FULL"
         self._open(key)
 
     @classmethod
@@ -121,17 +129,17 @@ class SQLiteStore(SQLStore):
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
+        """The store's one connection, opened on first use (call under ``_lock``)."""
         if self._copy is not None:
             return self._copy
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = self._connect()
-            except sqlite3.Error as e:
-                raise self._error(e, "cannot open the SQLite log at") from e
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
+        conn = self._connection
+        if conn is not None and self._pid == os.getpid():
+            return conn
+        try:
+            conn = self._connect()
+        except sqlite3.Error as e:
+            raise self._error(e, "cannot open the SQLite log at") from e
+        self._connection, self._pid, self._synchronous = conn, os.getpid(), "FULL"
         return conn
 
     def _connect(self) -> sqlite3.Connection:
@@ -177,28 +185,31 @@ class SQLiteStore(SQLStore):
             if version not in done:
                 for stmt in migration_statements(self.dialect, template):
                     copy.execute(stmt)
-        with self._all_lock:
-            self._all.append(copy)
         return copy
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
         if self.read_only:
             raise refuse_write(self.path)
-        conn = self._conn()
-        self._retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
-        try:
-            yield conn
-            self._retry_locked(lambda: conn.execute("COMMIT"))
-        except BaseException:
-            # Roll back on any failure, a failed COMMIT included, so the connection is never
-            # left inside an open transaction. Never commit in a finally.
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            raise
+        with self._lock:
+            conn = self._conn()
+            wanted = "FULL" if durable else "NORMAL"
+            if self._synchronous != wanted:
+                conn.execute(f"PRAGMA synchronous={wanted}")
+                self._synchronous = wanted
+            self._retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield conn
+                self._retry_locked(lambda: conn.execute("COMMIT"))
+            except BaseException:
+                # Roll back on any failure, a failed COMMIT included, so the connection is
+                # never left inside an open transaction. Never commit in a finally.
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                raise
 
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
         try:
@@ -212,7 +223,8 @@ class SQLiteStore(SQLStore):
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         def once() -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = self._conn().execute(query, params).fetchall()
+            with self._lock:
+                rows: list[tuple[Any, ...]] = self._conn().execute(query, params).fetchall()
             return rows
 
         try:
@@ -240,15 +252,16 @@ class SQLiteStore(SQLStore):
                 delay = min(delay * 2, 0.05)
 
     def close(self) -> None:
-        self._copy = None
-        with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+        """Close the connection (a later use opens it again)."""
+        with self._lock:
+            conns = [self._copy, self._connection]
+            self._copy = self._connection = None
+            for conn in conns:
+                if conn is not None and self._pid == os.getpid():
+                    try:
+                        conn.close()
+                    except sqlite3.Error:
+                        pass
 
 
 def _locked(error: BaseException) -> bool:

@@ -28,6 +28,11 @@ class ConflictError(StoreError):
     """A record with the same (run_id, seq) already exists: a duplicate write, never overwritten."""
 
 
+class LeaseLostError(StoreError):
+    """This process no longer holds the run it wrote to: its lease ran out and another process
+    (a recoverer) claimed the run, so the write was refused and nothing of it reached the log."""
+
+
 class SequenceMismatchError(RACError):
     """A resumed run asked for a different step than the log holds at that sequence number."""
 

@@ -6,30 +6,28 @@ implements the matching protocol. Code that needs a capability asks :func:`suppo
 falls back (or refuses clearly) when the store lacks it. The conformance suite
 (:mod:`rac.testing.conformance`) runs each capability's tests on every store that declares it.
 
-=============  =======================  ============================================================
-Name           Protocol                 What it is for
-=============  =======================  ============================================================
-``pairs``      :class:`PairStore`       compensation pairs remembered durably (proposed, approved ...)
-``run_query``  :class:`RunQueryStore`   runs filtered by status, agent, tool and time, a page at a
-                                        time (``rac ui``'s runs page on logs of many runs)
-=============  =======================  ============================================================
-"""
+=============  =======================  ====================================================="""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rac.models import PairRecord, RunInfo, RunStatus
 
-__all__ = ["CAPABILITIES", "PAIRS", "PairStore", "RUN_QUERY", "RunFilter", "RunQueryStore",
-           "declared", "supports"]
+if TYPE_CHECKING:
+    from rac.stores.changes import Change
+
+__all__ = ["CAPABILITIES", "COMMIT", "PAIRS", "CommitStore", "PairStore", "RUN_QUERY",
+           "RunFilter", "RunQueryStore", "declared", "supports"]
 
 #: The capability name of :class:`PairStore`.
 PAIRS = "pairs"
 #: The capability name of :class:`RunQueryStore`.
 RUN_QUERY = "run_query"
+#: The capability name of :class:`CommitStore`.
+COMMIT = "commit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +73,16 @@ class RunQueryStore(Protocol):
         """At most ``limit`` runs matching ``where``, newest first (by ``created_at``, then
         ``run_id``, both descending)."""
         ...
+if TYPE_CHECKING:
+    from rac.stores.changes import Change
+
+__all__ = ["CAPABILITIES", "COMMIT", "PAIRS", "CommitStore", "PairStore", "declared",
+           "supports"]
+
+#: The capability name of :class:`PairStore`.
+PAIRS = "pairs"
+#: The capability name of :class:`CommitStore`.
+COMMIT = "commit"
 
 
 @runtime_checkable
@@ -94,8 +102,23 @@ class PairStore(Protocol):
         ...
 
 
+@runtime_checkable
+class CommitStore(Protocol):
+    """A store that writes the changes of one step (:mod:`rac.stores.changes`) in one
+    transaction: all of them or none. Status changes are checked against the lifecycle tables
+    in that transaction (:class:`rac.LifecycleError`, nothing written); a
+    :class:`~rac.stores.changes.Fence` that fails refuses the whole commit
+    (:class:`rac.errors.LeaseLostError`). ``durable=False``: the commit survives a crash of the
+    process but not necessarily a power cut."""
+
+    def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
+        """Write ``changes`` in order, in one transaction."""
+        ...
+
+
 #: Every capability RAC knows, by name, with the protocol a store declaring it implements.
-CAPABILITIES: dict[str, type] = {PAIRS: PairStore, RUN_QUERY: RunQueryStore}
+CAPABILITIES: dict[str, type] = {PAIRS: PairStore, RUN_QUERY: RunQueryStore,
+                                 COMMIT: CommitStore}
 
 
 def declared(store: object) -> frozenset[str]:

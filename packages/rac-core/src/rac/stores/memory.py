@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rac.errors import ConflictError
+from rac.lifecycle import check_record, check_run
 from rac.models import PairRecord, Record, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import status_set
-from rac.stores.capabilities import PAIRS, RUN_QUERY, RunFilter
+from rac.stores.capabilities import COMMIT, PAIRS, RUN_QUERY, RunFilter
+from rac.stores.changes import Append, Change, CreateRun, Fence, UpdateRecord, UpdateRun, lease_lost
 from rac.stores.rows import RECORD_COLUMNS, RUN_COLUMNS, check_fields
 
 _RECORD_FIELDS = frozenset(RECORD_COLUMNS)
@@ -21,11 +23,15 @@ class MemoryStore:
 
     Writes keep the JSON values (``args``, ``result``) they are given, which RAC never changes
     after writing; reads return deep copies, so nothing a reader does reaches the log.
-    Undo data is kept as given (nothing to seal in memory).
+    Undo data is kept as given (nothing to seal in memory). Status changes are checked against
+    the lifecycle tables, as the SQL stores check them; a commit that fails part-way leaves
+    nothing of itself behind.
     """
 
     #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
-    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY})
+    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY, COMMIT})
+    #: Writes never wait on a disk: async callers write on the event loop.
+    blocking = False
 
     def __init__(self) -> None:
         self.url = "memory://"
@@ -36,10 +42,7 @@ class MemoryStore:
 
     def create_run(self, run: RunInfo) -> None:
         with self._lock:
-            if run.run_id in self._runs:
-                raise ConflictError(f"run {run.run_id!r} already exists in the log")
-            self._runs[run.run_id] = run.copy()
-            self._records.setdefault(run.run_id, {})
+            self._create_run(run, [])
 
     def get_run(self, run_id: str) -> RunInfo | None:
         run = self._runs.get(run_id)
@@ -64,12 +67,7 @@ class MemoryStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self._lock:
-            if not fields.keys() <= _RUN_FIELDS:
-                check_fields("run", fields, RUN_COLUMNS)
-            run = self._runs[run_id]
-            for k, v in fields.items():
-                setattr(run, k, RunStatus(v) if k == "status" and type(v) is not RunStatus
-                        else v)
+            self._update_run(run_id, fields, [])
 
     def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with self._lock:
@@ -82,28 +80,13 @@ class MemoryStore:
             run.lease_until = now + lease_seconds
             return True
 
-    # Record operations rely on the atomicity of single dict operations (setdefault, copy)
-    # instead of a lock: they are on the hot path of every tool call.
     def append(self, record: Record) -> None:
-        recs = self._records.get(record.run_id)
-        if recs is None:
-            recs = self._records.setdefault(record.run_id, {})
-        mine = record.copy()
-        existing = recs.setdefault(record.seq, mine)
-        if existing is not mine:
-            raise ConflictError(
-                f"record {record.run_id}#{record.seq} already exists ({existing.tool}); "
-                "refusing to overwrite it")
+        with self._lock:
+            self._append(record, [])
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
-        if not fields.keys() <= _RECORD_FIELDS:
-            check_fields("record", fields, RECORD_COLUMNS)
-        rec = self._records[run_id][seq]
-        status = fields.get("status")
-        if status is not None and type(status) is not RecordStatus:
-            fields["status"] = RecordStatus(status)
-        for k, v in fields.items():
-            setattr(rec, k, v)
+        with self._lock:
+            self._update_record(run_id, seq, fields, [])
 
     def get_records(self, run_id: str) -> list[Record]:
         recs = self._records.get(run_id, {}).copy()
@@ -115,6 +98,93 @@ class MemoryStore:
             rec.undo = _clone(rec.undo)
             out.append(rec)
         return out
+
+    # -- the changes of a step, together (the ``commit`` capability) ------------------------
+    def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
+        """Apply ``changes`` in order, all or none (``durable`` means nothing in memory)."""
+        undo: list[Callable[[], None]] = []
+        with self._lock:
+            try:
+                for change in changes:
+                    t = type(change)
+                    if t is Append:
+                        self._append(change.record, undo)  # type: ignore[union-attr]
+                    elif t is UpdateRecord:
+                        assert isinstance(change, UpdateRecord)
+                        self._update_record(change.run_id, change.seq, dict(change.fields), undo)
+                    elif t is UpdateRun:
+                        assert isinstance(change, UpdateRun)
+                        self._update_run(change.run_id, dict(change.fields), undo)
+                    elif t is Fence:
+                        assert isinstance(change, Fence)
+                        self._fence(change, undo)
+                    elif t is CreateRun:
+                        assert isinstance(change, CreateRun)
+                        self._create_run(change.run, undo)
+                    else:
+                        raise TypeError(f"not a change of the log: {change!r}")
+            except BaseException:
+                for step in reversed(undo):
+                    step()
+                raise
+
+    # -- one change each, under the lock; ``undo`` collects how to take it back ---------------
+    def _create_run(self, run: RunInfo, undo: list[Callable[[], None]]) -> None:
+        if run.run_id in self._runs:
+            raise ConflictError(f"run {run.run_id!r} already exists in the log")
+        self._runs[run.run_id] = run.copy()
+        fresh = run.run_id not in self._records
+        self._records.setdefault(run.run_id, {})
+
+        def back() -> None:
+            del self._runs[run.run_id]
+            if fresh:
+                self._records.pop(run.run_id, None)
+        undo.append(back)
+
+    def _update_run(self, run_id: str, fields: dict[str, Any],
+                    undo: list[Callable[[], None]]) -> None:
+        if not fields.keys() <= _RUN_FIELDS:
+            check_fields("run", fields, RUN_COLUMNS)
+        run = self._runs[run_id]
+        status = fields.get("status")
+        if status is not None:
+            status = fields["status"] = RunStatus(status)
+            check_run(run_id, run.status, status)
+        _assign(run, fields, undo)
+
+    def _append(self, record: Record, undo: list[Callable[[], None]]) -> None:
+        recs = self._records.get(record.run_id)
+        if recs is None:
+            recs = self._records.setdefault(record.run_id, {})
+        if record.seq in recs:
+            raise ConflictError(
+                f"record {record.run_id}#{record.seq} already exists "
+                f"({recs[record.seq].tool}); refusing to overwrite it")
+        recs[record.seq] = record.copy()
+
+        def back() -> None:
+            recs.pop(record.seq, None)
+        undo.append(back)
+
+    def _update_record(self, run_id: str, seq: int, fields: dict[str, Any],
+                       undo: list[Callable[[], None]]) -> None:
+        if not fields.keys() <= _RECORD_FIELDS:
+            check_fields("record", fields, RECORD_COLUMNS)
+        rec = self._records[run_id][seq]
+        status = fields.get("status")
+        if status is not None:
+            if type(status) is not RecordStatus:
+                status = fields["status"] = RecordStatus(status)
+            check_record(rec, rec.status, status)
+        _assign(rec, fields, undo)
+
+    def _fence(self, fence: Fence, undo: list[Callable[[], None]]) -> None:
+        run = self._runs[fence.run_id]
+        if run.owner != fence.owner:
+            raise lease_lost(fence.run_id, fence.owner, run.owner)
+        if fence.lease_until is not None:
+            _assign(run, {"lease_until": fence.lease_until}, undo)
 
     # -- pairs (the ``pairs`` capability) ------------------------------------------------------
     def put_pair(self, pair: PairRecord) -> None:
@@ -136,6 +206,18 @@ class MemoryStore:
 
     def close(self) -> None:
         return None
+
+
+def _assign(obj: Any, fields: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+    """Set ``fields`` on ``obj``; ``undo`` learns how to set them back."""
+    old = {k: getattr(obj, k) for k in fields}
+    for k, v in fields.items():
+        setattr(obj, k, v)
+
+    def back() -> None:
+        for k, v in old.items():
+            setattr(obj, k, v)
+    undo.append(back)
 
 
 def _clone(value: Any) -> Any:

@@ -1,8 +1,12 @@
 """The SQL store base: every statement of the SQLite and PostgreSQL stores, written once.
 
-:class:`SQLStore` implements the :class:`rac.stores.Store` protocol and the ``pairs``
-capability on top of a few primitives a backend supplies (a connection per thread, a write
-transaction, a read, how a duplicate key shows up). :class:`Dialect` holds what differs in the
+:class:`SQLStore` implements the :class:`rac.stores.Store` protocol and the ``pairs`` and
+``commit`` capabilities on top of a few primitives a backend supplies (one connection per
+store, a write transaction, a read, how a duplicate key shows up). Every write is a list of
+changes (:mod:`rac.stores.changes`) applied in one transaction; each status change is checked
+against the lifecycle tables (:mod:`rac.lifecycle`) in the ``WHERE`` clause of its own
+``UPDATE``, so the check costs no extra statement: a row count of 0 means the record is
+missing or the change illegal, and only then is the row read to say which. :class:`Dialect` holds what differs in the
 SQL text itself: placeholders, table names, column types, the column that orders runs by
 insertion. Schema changes are versioned :data:`MIGRATIONS`, applied in order, each once.
 """
@@ -12,16 +16,31 @@ from __future__ import annotations
 import functools
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rac.errors import ConflictError
-from rac.models import PairRecord, Record, RunInfo, RunStatus
+from rac.lifecycle import (
+    COMPENSATION_TRANSITIONS,
+    RECORD_TRANSITIONS,
+    RUN_TRANSITIONS,
+    LifecycleError,
+)
+from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.sealing import KEY_ENV, Sealer, SealingError
 from rac.stores.base import status_set
-from rac.stores.capabilities import PAIRS, RUN_QUERY, RunFilter
+from rac.stores.capabilities import COMMIT, PAIRS, RUN_QUERY, RunFilter
+from rac.stores.changes import (
+    Append,
+    Change,
+    CreateRun,
+    Fence,
+    UpdateRecord,
+    UpdateRun,
+    lease_lost,
+)
 from rac.stores.read_only import check_version
 from rac.stores.rows import (
     PAIR_COLUMNS,
@@ -180,6 +199,11 @@ class Statements:
         # locked row, so of two racing claimers exactly one sees a row count of 1.
         self.claim_run = (f"UPDATE {runs} SET owner={p}, lease_until={p} WHERE run_id={p} AND "
                           f"(owner IS NULL OR owner={p} OR lease_until<={p})")
+        # A fence: the writes of a commit go through only while their owner holds the run.
+        self.fence = f"UPDATE {runs} SET lease_until={p} WHERE run_id={p} AND owner={p}"
+        self.fence_check = f"SELECT 1 FROM {runs} WHERE run_id={p} AND owner={p}"
+        self.run_owner = f"SELECT owner, status FROM {runs} WHERE run_id={p}"
+        self.record_state = f"SELECT kind, status, tool FROM {records} WHERE run_id={p} AND seq={p}"
         self.append = (f"INSERT INTO {records}({rec_cols}) "
                        f"VALUES ({d.params(len(RECORD_COLUMNS))})")
         self.get_records = f"SELECT {rec_cols} FROM {records} WHERE run_id={p} ORDER BY seq"
@@ -207,26 +231,61 @@ def update_statement(dialect: Dialect, table: str, fields: tuple[str, ...], key:
     return f"UPDATE {dialect.table(table)} SET {cols} WHERE {key}"
 
 
+def legal_previous(table: dict[Any, frozenset[Any]], new: Any, *, same_is_change: Any = None
+                   ) -> list[str]:
+    """The statuses from which ``new`` may be written under ``table`` (writing the status a
+    row already has is no change, and legal, except ``same_is_change``), sorted."""
+    found = {str(p) for p, nexts in table.items() if new in nexts}
+    if new is not same_is_change:
+        found.add(str(new))
+    return sorted(found)
+
+
+def _in(values: list[str]) -> str:
+    # Status names are RAC's own enum values (lower-case words), never user text.
+    return "status IN (" + ", ".join(f"'{v}'" for v in values) + ")" if values else "1=0"
+
+
+@functools.cache
+def record_guard(new: RecordStatus) -> str:
+    """The ``WHERE`` condition that lets a record's status become ``new`` only from a status
+    the lifecycle tables allow (actions and compensations have a table each)."""
+    action = legal_previous(RECORD_TRANSITIONS, new, same_is_change=RecordStatus.COMPENSATING)
+    comp = legal_previous(COMPENSATION_TRANSITIONS, new)
+    kind = f"'{RecordKind.COMPENSATION}'"
+    return f"((kind={kind} AND {_in(comp)}) OR (kind<>{kind} AND {_in(action)}))"
+
+
+@functools.cache
+def run_guard(new: RunStatus) -> str:
+    """The ``WHERE`` condition that lets a run's status become ``new`` only from a status the
+    lifecycle table allows."""
+    return _in(legal_previous(RUN_TRANSITIONS, new))
+
+
 class SQLStore(ABC):
     """A transaction log in a SQL database: the statements and row handling of every SQL store.
 
-    A backend supplies a connection per thread and the primitives below; everything else,
+    A backend supplies one connection per store and the primitives below; everything else,
     migrations included, is here. Undo data is sealed with ``key`` (default: ``RAC_LOG_KEY``,
     see :mod:`rac.sealing`).
     """
 
     dialect: ClassVar[Dialect]
     #: Optional capabilities beyond the Store protocol (see :mod:`rac.stores.capabilities`).
-    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY})
+    capabilities: frozenset[str] = frozenset({PAIRS, RUN_QUERY, COMMIT})
+    #: Writes wait on a disk or a server: async callers write from a worker thread.
+    blocking: bool = True
     url: str
     #: True when opened read-only (see :mod:`rac.stores.read_only`): every write raises.
     read_only: bool = False
 
     # -- what a backend supplies ---------------------------------------------------------------
     @abstractmethod
-    def _write(self) -> AbstractContextManager[Any]:
+    def _write(self, durable: bool = True) -> AbstractContextManager[Any]:
         """A write transaction yielding a connection: committed when the block ends, rolled
-        back on any exception."""
+        back on any exception. ``durable=False``: the commit may skip the flush to disk (it
+        survives the process, not necessarily a power cut)."""
 
     @abstractmethod
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
@@ -305,14 +364,7 @@ class SQLStore(ABC):
 
     # -- runs ----------------------------------------------------------------------------------
     def create_run(self, run: RunInfo) -> None:
-        d = run.to_dict()
-        try:
-            with self._write() as conn:
-                self._execute(conn, self._sql.insert_run, [d[c] for c in RUN_COLUMNS])
-        except Exception as e:
-            if self._is_duplicate(e):
-                raise ConflictError(f"run {run.run_id!r} already exists in the log") from e
-            raise
+        self.commit([CreateRun(run)])
 
     def get_run(self, run_id: str) -> RunInfo | None:
         rows = self._read(self._sql.get_run, (run_id,))
@@ -366,15 +418,8 @@ class SQLStore(ABC):
         return [decode_run(r) for r in self._read(query, params)]
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        if not fields:
-            return
-        check_fields("run", fields, RUN_COLUMNS)
-        query = update_statement(self.dialect, "runs", tuple(fields),
-                                 f"run_id={self.dialect.param}")
-        values = [str(v) if k == "status" else v for k, v in fields.items()]
-        with self._write() as conn:
-            if self._execute(conn, query, [*values, run_id]).rowcount == 0:
-                raise KeyError(run_id)
+        if fields:
+            self.commit([UpdateRun(run_id, fields)])
 
     def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with self._write() as conn:
@@ -384,37 +429,127 @@ class SQLStore(ABC):
 
     # -- records -------------------------------------------------------------------------------
     def append(self, record: Record) -> None:
-        d = record.to_dict()
-        context = f"{record.run_id}#{record.seq}"
-        row = [self._sealer.seal(d[c], context) if c == "undo"
-               else encode(c, d[c], int_bools=self.dialect.int_bools) for c in RECORD_COLUMNS]
-        try:
-            with self._write() as conn:
-                self._execute(conn, self._sql.append, row)
-        except Exception as e:
-            if self._is_duplicate(e):
-                raise ConflictError(f"record {context} already exists; refusing to overwrite "
-                                    "it") from e
-            raise
+        self.commit([Append(record)])
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
-        if not fields:
-            return
-        check_fields("record", fields, RECORD_COLUMNS)
-        p = self.dialect.param
-        query = update_statement(self.dialect, "records", tuple(fields),
-                                 f"run_id={p} AND seq={p}")
-        context = f"{run_id}#{seq}"
-        values = [self._sealer.seal(v, context) if k == "undo"
-                  else encode(k, v, int_bools=self.dialect.int_bools) for k, v in fields.items()]
-        with self._write() as conn:
-            if self._execute(conn, query, [*values, run_id, seq]).rowcount == 0:
-                raise KeyError(context)
+        if fields:
+            self.commit([UpdateRecord(run_id, seq, fields)])
 
     def get_records(self, run_id: str) -> list[Record]:
         rows = self._read(self._sql.get_records, (run_id,))
         return [decode_record(r, self._sealer.unseal(r[_UNDO], f"{run_id}#{r[1]}"))
                 for r in rows]
+
+    # -- the changes of a step, in one transaction (the ``commit`` capability) ----------------
+    def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
+        """Write ``changes`` in order in one transaction: all or none (see
+        :mod:`rac.stores.changes`)."""
+        if not changes:
+            return
+        for change in changes:  # refuse bad field names before anything is sent
+            if type(change) is UpdateRecord:
+                check_fields("record", change.fields, RECORD_COLUMNS)
+            elif type(change) is UpdateRun:
+                check_fields("run", change.fields, RUN_COLUMNS)
+        current: Change | None = None
+        try:
+            with self._write(durable) as conn:
+                for current in changes:
+                    self._apply(conn, current)
+        except Exception as e:
+            if self._is_duplicate(e):
+                if type(current) is CreateRun:
+                    raise ConflictError(f"run {current.run.run_id!r} already exists in the "
+                                        "log") from e
+                if type(current) is Append:
+                    raise ConflictError(f"record {current.record.run_id}#{current.record.seq}"
+                                        " already exists; refusing to overwrite it") from e
+            raise
+
+    def _apply(self, conn: Any, change: Change) -> None:
+        t = type(change)
+        if t is Append:
+            assert isinstance(change, Append)
+            record = change.record
+            d = record.to_dict()
+            context = f"{record.run_id}#{record.seq}"
+            row = [self._sealer.seal(d[c], context) if c == "undo"
+                   else encode(c, d[c], int_bools=self.dialect.int_bools)
+                   for c in RECORD_COLUMNS]
+            self._execute(conn, self._sql.append, row)
+        elif t is UpdateRecord:
+            assert isinstance(change, UpdateRecord)
+            self._update_record(conn, change)
+        elif t is UpdateRun:
+            assert isinstance(change, UpdateRun)
+            self._update_run(conn, change)
+        elif t is Fence:
+            assert isinstance(change, Fence)
+            self._fence(conn, change)
+        elif t is CreateRun:
+            assert isinstance(change, CreateRun)
+            d = change.run.to_dict()
+            self._execute(conn, self._sql.insert_run, [d[c] for c in RUN_COLUMNS])
+        else:
+            raise TypeError(f"not a change of the log: {change!r}")
+
+    def _update_record(self, conn: Any, change: UpdateRecord) -> None:
+        p = self.dialect.param
+        new = change.fields.get("status")
+        status = RecordStatus(new) if new is not None else None
+        context = f"{change.run_id}#{change.seq}"
+        values = [self._sealer.seal(v, context) if k == "undo"
+                  else encode(k, v, int_bools=self.dialect.int_bools)
+                  for k, v in change.fields.items()]
+        guard = record_guard(status) if status is not None else None
+        if self._update(conn, "records", change.fields, f"run_id={p} AND seq={p}", guard,
+                        [*values, change.run_id, change.seq]):
+            return
+        rows = self._execute(conn, self._sql.record_state,
+                             (change.run_id, change.seq)).fetchall()
+        if not rows:
+            raise KeyError(context)
+        kind, previous, tool = rows[0]
+        raise LifecycleError(f"illegal status change of {context} ({tool}, {kind}): "
+                             f"{previous} -> {status}; the log refused it")
+
+    def _update_run(self, conn: Any, change: UpdateRun) -> None:
+        new = change.fields.get("status")
+        status = RunStatus(new) if new is not None else None
+        values = [str(v) if k == "status" else v for k, v in change.fields.items()]
+        guard = run_guard(status) if status is not None else None
+        if self._update(conn, "runs", change.fields, f"run_id={self.dialect.param}", guard,
+                        [*values, change.run_id]):
+            return
+        rows = self._execute(conn, self._sql.run_owner, (change.run_id,)).fetchall()
+        if not rows:
+            raise KeyError(change.run_id)
+        raise LifecycleError(f"illegal status change of run {change.run_id}: {rows[0][1]} -> "
+                             f"{status}; the log refused it")
+
+    def _update(self, conn: Any, table: str, fields: Mapping[str, Any], key: str,
+                guard: str | None, params: list[Any]) -> bool:
+        """One ``UPDATE`` of checked ``fields`` where ``key`` (and the status ``guard``); True
+        if it changed a row (False: the row is missing, or the guard refused the change)."""
+        if not fields:
+            return True
+        where = key if guard is None else f"{key} AND {guard}"
+        query = update_statement(self.dialect, table, tuple(fields), where)
+        return bool(self._execute(conn, query, params).rowcount != 0)
+
+    def _fence(self, conn: Any, fence: Fence) -> None:
+        if fence.lease_until is None:
+            held = bool(self._execute(conn, self._sql.fence_check,
+                                      (fence.run_id, fence.owner)).fetchall())
+        else:
+            held = self._execute(conn, self._sql.fence, (fence.lease_until, fence.run_id,
+                                                         fence.owner)).rowcount != 0
+        if held:
+            return
+        rows = self._execute(conn, self._sql.run_owner, (fence.run_id,)).fetchall()
+        if not rows:
+            raise KeyError(fence.run_id)
+        raise lease_lost(fence.run_id, fence.owner, rows[0][0])
 
     # -- pairs (the ``pairs`` capability) ------------------------------------------------------
     def put_pair(self, pair: PairRecord) -> None:

@@ -16,8 +16,9 @@ fresh, empty store (and closes it)::
 Every test method is inherited; pytest collects them for each subclass. Needs pytest.
 
 The tests of an optional capability (:mod:`rac.stores.capabilities`) run on every store that
-declares it and skip, saying so, on one that does not: :class:`PairStoreConformance` (included
-in :class:`StoreConformance`) for ``pairs``.
+declares it and skip, saying so, on one that does not: :class:`PairStoreConformance` for
+``pairs`` and :class:`CommitStoreConformance` for ``commit`` (both included in
+:class:`StoreConformance`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from typing import Any
 
 import pytest
 
-from rac.errors import ConflictError, StoreError
+from rac.errors import ConflictError, LeaseLostError, StoreError
+from rac.lifecycle import LifecycleError
 from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
 from rac.stores.capabilities import (
     CAPABILITIES,
+    COMMIT,
     PAIRS,
     RUN_QUERY,
     PairStore,
@@ -42,6 +45,7 @@ from rac.stores.capabilities import (
     declared,
     supports,
 )
+from rac.stores.changes import Append, CreateRun, Fence, UpdateRecord, UpdateRun
 
 #: Values a log must give back exactly as written (args and results are JSON values).
 JSON_SAMPLES: list[Any] = [
@@ -197,7 +201,110 @@ class RunQueryConformance:
         assert seen == [r.run_id for r in order]
 
 
-class StoreConformance(PairStoreConformance, RunQueryConformance):
+class CommitStoreConformance:
+    """The ``commit`` capability: the changes of a step in one transaction, all or none, with
+    every status change checked against the lifecycle tables and fences honoured. Runs on every
+    store that declares it; skips on one that does not."""
+
+    @pytest.fixture
+    def commit_store(self, store: Store) -> Any:
+        if not supports(store, COMMIT):
+            pytest.skip(f"{type(store).__name__} does not declare the {COMMIT!r} capability")
+        return store
+
+    def test_a_commit_writes_every_change(self, commit_store: Any) -> None:
+        rid = _rid()
+        commit_store.commit([CreateRun(RunInfo(rid, owner="me", lease_until=10.0)),
+                             Append(make_record(rid, 1)),
+                             UpdateRecord(rid, 1, {"status": RecordStatus.COMPLETED,
+                                                   "result": {"id": "FL-1"}}),
+                             Append(make_record(rid, 2)),
+                             Fence(rid, "me", 20.0),
+                             UpdateRun(rid, {"status": RunStatus.COMPLETED})])
+        recs = commit_store.get_records(rid)
+        assert [(r.seq, r.status, r.result) for r in recs] == [
+            (1, RecordStatus.COMPLETED, {"id": "FL-1"}), (2, RecordStatus.PENDING, None)]
+        run = commit_store.get_run(rid)
+        assert (run.status, run.owner, run.lease_until) == (RunStatus.COMPLETED, "me", 20.0)
+
+    def test_a_commit_that_fails_writes_nothing(self, commit_store: Any) -> None:
+        rid = _rid()
+        commit_store.create_run(RunInfo(rid, owner="me"))
+        commit_store.append(make_record(rid, 1, args={"v": "first"}))
+        with pytest.raises(ConflictError):
+            commit_store.commit([UpdateRecord(rid, 1, {"status": RecordStatus.COMPLETED}),
+                                 Append(make_record(rid, 2)),
+                                 UpdateRun(rid, {"summary": "changed"}),
+                                 Append(make_record(rid, 1, args={"v": "second"}))])
+        with pytest.raises(KeyError):
+            commit_store.commit([Append(make_record(rid, 3)),
+                                 UpdateRecord(rid, 99, {"status": RecordStatus.COMPLETED})])
+        (only,) = commit_store.get_records(rid)
+        assert (only.status, only.args) == (RecordStatus.PENDING, {"v": "first"})
+        run = commit_store.get_run(rid)
+        assert run is not None and run.summary is None
+
+    def test_an_illegal_status_change_is_refused_and_writes_nothing(self,
+                                                                    commit_store: Any) -> None:
+        rid = _rid()
+        commit_store.create_run(RunInfo(rid))
+        commit_store.append(make_record(rid, 1, status=RecordStatus.FAILED))
+        commit_store.append(make_record(rid, 2, kind=RecordKind.COMPENSATION, compensates=1))
+        with pytest.raises(LifecycleError, match="failed -> compensated"):
+            commit_store.update_record(rid, 1, status=RecordStatus.COMPENSATED)
+        with pytest.raises(LifecycleError, match="pending -> compensated"):
+            commit_store.update_record(rid, 2, status=RecordStatus.COMPENSATED)
+        with pytest.raises(LifecycleError, match="running -> needs_attention"):
+            commit_store.update_run(rid, status=RunStatus.NEEDS_ATTENTION)
+        with pytest.raises(LifecycleError):
+            commit_store.commit([Append(make_record(rid, 3)),
+                                 UpdateRecord(rid, 3, {"status": RecordStatus.COMPLETED}),
+                                 UpdateRecord(rid, 3, {"status": RecordStatus.PENDING})])
+        assert [(r.seq, r.status) for r in commit_store.get_records(rid)] == [
+            (1, RecordStatus.FAILED), (2, RecordStatus.PENDING)]
+        assert commit_store.get_run(rid).status is RunStatus.RUNNING
+        # What the tables allow goes through, and writing the same status again is no change.
+        commit_store.update_record(rid, 2, status=RecordStatus.COMPLETED)
+        commit_store.update_record(rid, 2, status=RecordStatus.COMPLETED, note="again")
+        commit_store.update_run(rid, status=RunStatus.COMPENSATING)
+        commit_store.update_run(rid, status=RunStatus.NEEDS_ATTENTION)
+        assert commit_store.get_run(rid).status is RunStatus.NEEDS_ATTENTION
+
+    def test_a_fence_refuses_the_writes_of_a_process_that_lost_its_run(self,
+                                                                      commit_store: Any) -> None:
+        rid = _rid()
+        commit_store.create_run(RunInfo(rid, owner="worker", lease_until=100.0))
+        commit_store.append(make_record(rid, 1))
+        assert commit_store.claim_run(rid, "recoverer", now=150.0, lease_seconds=60.0)
+        with pytest.raises(LeaseLostError, match="recoverer"):
+            commit_store.commit([Fence(rid, "worker", 160.0),
+                                 UpdateRecord(rid, 1, {"status": RecordStatus.COMPLETED}),
+                                 Append(make_record(rid, 2))])
+        with pytest.raises(LeaseLostError):
+            commit_store.commit([Fence(rid, "worker")])
+        (only,) = commit_store.get_records(rid)
+        assert only.status is RecordStatus.PENDING
+        run = commit_store.get_run(rid)
+        assert (run.owner, run.lease_until) == ("recoverer", 210.0)
+        commit_store.commit([Fence(rid, "recoverer"),
+                             UpdateRecord(rid, 1, {"status": RecordStatus.COMPENSATING})])
+        assert commit_store.get_records(rid)[0].status is RecordStatus.COMPENSATING
+
+    def test_a_commit_that_may_skip_the_flush_is_read_back(self, commit_store: Any) -> None:
+        rid = _rid()
+        commit_store.create_run(RunInfo(rid))
+        commit_store.commit([Append(make_record(rid, 1))], durable=False)
+        commit_store.commit([UpdateRecord(rid, 1, {"status": RecordStatus.COMPLETED})],
+                            durable=False)
+        commit_store.commit([Append(make_record(rid, 2))])
+        assert [r.status for r in commit_store.get_records(rid)] == [RecordStatus.COMPLETED,
+                                                                    RecordStatus.PENDING]
+
+    def test_commit_of_nothing_writes_nothing(self, commit_store: Any) -> None:
+        commit_store.commit([])
+
+
+class StoreConformance(CommitStoreConformance, PairStoreConformance, RunQueryConformance):
     """Inherit this and provide a ``store`` fixture; every ``test_*`` method checks one promise
     of :class:`rac.stores.Store`."""
 
@@ -227,6 +334,7 @@ class StoreConformance(PairStoreConformance, RunQueryConformance):
     def test_update_run(self, store: Store) -> None:
         rid = _rid()
         store.create_run(RunInfo(rid, created_at=1.0, updated_at=1.0))
+        store.update_run(rid, status=RunStatus.COMPENSATING, updated_at=4.0)
         store.update_run(rid, status=RunStatus.NEEDS_ATTENTION, summary="left: #2",
                          updated_at=5.0)
         got = store.get_run(rid)
@@ -365,9 +473,9 @@ class StoreConformance(PairStoreConformance, RunQueryConformance):
         store.create_run(RunInfo(rid))
         store.append(make_record(rid, 1))
         store.update_record(rid, 1, status="completed")
-        store.update_run(rid, status="needs_attention")
+        store.update_run(rid, status="compensating")
         assert store.get_records(rid)[0].status is RecordStatus.COMPLETED
-        assert store.get_run(rid).status is RunStatus.NEEDS_ATTENTION  # type: ignore[union-attr]
+        assert store.get_run(rid).status is RunStatus.COMPENSATING  # type: ignore[union-attr]
 
     def test_declared_capabilities_are_known_and_implemented(self, store: Store) -> None:
         for name in declared(store):

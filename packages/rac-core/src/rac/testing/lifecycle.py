@@ -6,12 +6,13 @@ through it; use it in an adapter's or a plugin's tests the same way."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rac.lifecycle import check_record, check_run
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
+from rac.stores.changes import Append, Change, CreateRun, UpdateRecord, UpdateRun, commit
 
 
 class LifecycleStore:
@@ -43,6 +44,55 @@ class LifecycleStore:
     def list_runs(self, status: RunStatus | Iterable[RunStatus] | None = None,
                   limit: int | None = None) -> list[RunInfo]:
         return self.inner.list_runs(status, limit)
+
+    def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
+        """Check every status change of ``changes`` in order (a status written earlier in the
+        same commit counts), then hand them to the wrapped store in one commit."""
+        runs: dict[str, RunStatus] = {}
+        recs: dict[tuple[str, int], tuple[RecordKind, RecordStatus]] = {}
+        noted: list[tuple[str, int | None, str, str]] = []
+        for change in changes:
+            if isinstance(change, CreateRun):
+                runs[change.run.run_id] = change.run.status
+            elif isinstance(change, Append):
+                rec = change.record
+                recs[(rec.run_id, rec.seq)] = (rec.kind, rec.status)
+            elif isinstance(change, UpdateRun) and change.fields.get("status") is not None:
+                new_run = RunStatus(change.fields["status"])
+                previous = runs.get(change.run_id) or self._run_status(change.run_id)
+                if previous is not None:
+                    check_run(change.run_id, previous, new_run)
+                    noted.append((change.run_id, None, str(previous), str(new_run)))
+                runs[change.run_id] = new_run
+            elif isinstance(change, UpdateRecord) and change.fields.get("status") is not None:
+                new_rec = RecordStatus(change.fields["status"])
+                where = (change.run_id, change.seq)
+                known = recs.get(where) or self._record_state(*where)
+                if known is not None:
+                    check_record(known[0], known[1], new_rec)
+                    noted.append((change.run_id, change.seq, str(known[1]), str(new_rec)))
+                    recs[where] = (known[0], new_rec)
+        commit(self.inner, changes, durable=durable)
+        with self._lock:
+            self._runs.update(runs)
+            self._records.update(recs)
+            self.changes.extend(noted)
+
+    def _run_status(self, run_id: str) -> RunStatus | None:
+        with self._lock:
+            known = self._runs.get(run_id)
+        if known is not None:
+            return known
+        info = self.inner.get_run(run_id)
+        return info.status if info is not None else None
+
+    def _record_state(self, run_id: str, seq: int) -> tuple[RecordKind, RecordStatus] | None:
+        with self._lock:
+            known = self._records.get((run_id, seq))
+        if known is not None:
+            return known
+        rec = next((r for r in self.inner.get_records(run_id) if r.seq == seq), None)
+        return (rec.kind, rec.status) if rec is not None else None
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         new = fields.get("status")

@@ -1,6 +1,11 @@
 """Hook dispatch, in one place: how the engine asks its plugins.
 
-Every hook of :mod:`rac.hookspecs` is called through :class:`Hooks`. Each implementation is
+Every hook of :mod:`rac.hookspecs` is called through :class:`Hooks`, which reads the hooks'
+names and whether each is first-result from the specs the plugin manager holds (the ones of
+:mod:`rac.hookspecs`, :data:`SPECS`, and any an adapter adds): a hook added to the specs is
+dispatched with nothing else to change, and asking for a name that is not a hookspec, or for
+a notification as if it were first-result, is an error. Each
+implementation is
 called directly with the subset of the arguments it declares (pluggy's own contract), in
 pluggy's order (last registered first, ``tryfirst``/``trylast`` honoured). When a hook has one
 implementation, as most have (the default plugin), that is one direct call: the default
@@ -15,18 +20,30 @@ the same guard.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import pluggy
 
+from rac import hookspecs
 from rac.events import emit
 
-_FIRST_RESULT = ("rac_resolve_compensation", "rac_map_compensation_args", "rac_classify_error",
-                 "rac_detect_result_error", "rac_normalize_result", "rac_approve_compensation",
-                 "rac_approve_action", "rac_render_report", "rac_adapt_tool", "rac_inject_fault")
-_NOTIFY = ("rac_record_written", "rac_run_status_changed", "rac_rollback_started",
-           "rac_rollback_finished", "rac_attempt_started", "rac_attempt_finished")
+
+def hook_specs() -> dict[str, bool]:
+    """Every hook :mod:`rac.hookspecs` specifies, by name, with whether it is first-result
+    (True) or a notification (False), in the module's order."""
+    attr = f"{hookspecs.PROJECT}_spec"
+    specs: dict[str, bool] = {}
+    for name, fn in vars(hookspecs).items():
+        opts = getattr(fn, attr, None) if inspect.isfunction(fn) else None
+        if opts is not None:
+            specs[name] = bool(opts.get("firstresult"))
+    return specs
+
+
+#: name -> first-result, read from :mod:`rac.hookspecs`.
+SPECS = hook_specs()
 
 _Impl = tuple[str, Callable[..., Any], tuple[str, ...]]
 
@@ -38,12 +55,20 @@ class Hooks:
     def __init__(self, manager: pluggy.PluginManager) -> None:
         self._manager = manager
         self._impls: dict[str, list[_Impl] | None] = {}
+        #: name -> first-result, of every hook specified in the manager
+        self.specs: dict[str, bool] = {}
         self.refresh()
 
     def refresh(self) -> None:
-        """Read the implementations of every hook again (after a plugin was added/removed)."""
+        """Read the specs and the implementations of every hook again (after a plugin or a
+        module of specs was added or removed)."""
+        specs = dict(SPECS)
+        for name, caller in vars(self._manager.hook).items():
+            spec = getattr(caller, "spec", None)
+            if spec is not None:
+                specs[name] = bool(spec.opts.get("firstresult"))
         impls: dict[str, list[_Impl] | None] = {}
-        for name in (*_FIRST_RESULT, *_NOTIFY):
+        for name in specs:
             caller = getattr(self._manager.hook, name, None)
             if caller is None:
                 impls[name] = []
@@ -55,6 +80,7 @@ class Hooks:
             impls[name] = [(i.plugin_name, i.function, tuple(i.argnames))
                            for i in reversed(found)]
         self._impls = impls
+        self.specs = specs
         #: True while the call path's hooks are answered by the default plugins alone (no
         #: normalizer, the registry resolves compensations, structured result errors, no
         #: record listener, no fault injector): :mod:`rac.run.fast` may then decide what they
@@ -71,14 +97,21 @@ class Hooks:
     def listened(self, name: str) -> bool:
         """True if any plugin implements the notification hook ``name`` (RAC skips building
         the arguments of a notification nobody receives)."""
-        impls = self._impls.get(name, [])
+        if name not in self._impls:
+            _unknown(name)
+        impls = self._impls[name]
         return impls is None or bool(impls)
 
     def first(self, name: str, *, propagate: tuple[type[BaseException], ...] = (),
               **kwargs: Any) -> Any:
         """Ask a first-result hook: the first answer that is not None, or None. Exceptions of
         the ``propagate`` types are a plugin's deliberate answer and are raised."""
-        impls = self._impls.get(name)
+        try:
+            impls = self._impls[name]
+        except KeyError:
+            _unknown(name)
+        if not self.specs[name]:
+            raise TypeError(f"{name} is a notification hook: call Hooks.notify, not first")
         if impls is None:
             return self._through_pluggy(name, kwargs, propagate)
         for plugin, function, argnames in impls:
@@ -95,7 +128,12 @@ class Hooks:
 
     def notify(self, name: str, **kwargs: Any) -> None:
         """Tell every implementation of a notification hook; failures are emitted, not raised."""
-        impls = self._impls.get(name)
+        try:
+            impls = self._impls[name]
+        except KeyError:
+            _unknown(name)
+        if self.specs[name]:
+            raise TypeError(f"{name} is a first-result hook: call Hooks.first, not notify")
         if impls is None:
             self._through_pluggy(name, kwargs)
             return
@@ -116,6 +154,10 @@ class Hooks:
             return None
 
 
+def _unknown(name: str) -> NoReturn:
+    raise KeyError(f"{name!r} is not a hook of rac.hookspecs (known: {', '.join(SPECS)})")
+
+
 def _only(impls: list[_Impl] | None, plugin: str) -> bool:
     return impls is not None and len(impls) == 1 and impls[0][0] == plugin
 
@@ -125,4 +167,4 @@ def _failed(plugin: str, hook: str, error: Exception) -> None:
          error=f"{type(error).__name__}: {error}"[:500])
 
 
-__all__ = ["Hooks"]
+__all__ = ["SPECS", "Hooks", "hook_specs"]

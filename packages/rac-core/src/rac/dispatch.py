@@ -4,10 +4,9 @@ Every hook of :mod:`rac.hookspecs` is called through :class:`Hooks`, which reads
 names and whether each is first-result from the specs the plugin manager holds (the ones of
 :mod:`rac.hookspecs`, :data:`SPECS`, and any an adapter adds): a hook added to the specs is
 dispatched with nothing else to change, and asking for a name that is not a hookspec, or for
-a notification as if it were first-result, is an error. Each
-implementation is
-called directly with the subset of the arguments it declares (pluggy's own contract), in
-pluggy's order (last registered first, ``tryfirst``/``trylast`` honoured). When a hook has one
+a notification as if it were first-result, is an error. Each implementation is called
+directly with the subset of the arguments it declares (pluggy's own contract), in pluggy's
+order (last registered first, ``tryfirst``/``trylast`` honoured). When a hook has one
 implementation, as most have (the default plugin), that is one direct call: the default
 plugins' "fast form" is simply their own method, never a different function.
 

@@ -157,8 +157,8 @@ def _crash_then_recover(tmp_path: Path, store_url: str, big: bool,
     run = first.run()
     run.start()
     run.call("book", who="ann")
-    first.owner = "gone-host:1:dead"  # the process "dies": its run is left running
-    first.store.update_run(run.run_id, owner="gone-host:1:dead")
+    first.owner = "gone-host:1:dead"  # the process "dies": its run is left running, and its
+    first.store.update_run(run.run_id, owner="gone-host:1:dead", lease_until=0.0)  # lease ends
     first.store.close()
     second = engine()
     [out] = second.recover([run.run_id])

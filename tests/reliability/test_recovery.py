@@ -16,7 +16,7 @@ from rac.demo.crash import CrashPlugin, KeyedTravelWorld
 from rac.models import RecordStatus, RunStatus
 from rac.recovery import continue_run, find_unfinished
 from rac.stores import SQLiteStore, open_store
-from rac.testing import VirtualClock
+from rac.testing import VirtualClock, abandon_runs
 from tests.reliability.support import check_world_after_abort, durable_url, keyed_engine  # noqa: F401
 
 
@@ -46,7 +46,7 @@ def crashed_run(world: KeyedTravelWorld, url: str, point: str, clock: VirtualClo
         pass
     world.after_effect = None
     world.faults.clear()
-    engine.store.close()
+    abandon_runs(engine)  # killed: its lease runs out, nobody renews it
     return run.run_id
 
 
@@ -159,6 +159,7 @@ def test_a_different_step_at_a_seq_is_a_sequence_mismatch(tmp_path: Path) -> Non
     run.start()
     first = run.call("book_flight", passenger="a", origin="X", dest="Y")
     # The process stops here; a new one carries the run on from its log.
+    abandon_runs(engine)
     successor = keyed_engine(world, url)
     again = continue_run(successor, run.run_id)
     with pytest.raises(rac.SequenceMismatchError, match="book_flight"):

@@ -12,7 +12,7 @@ from rac.demo.crash import CRASH_POINTS, CrashPlugin, KeyedTravelWorld
 from rac.lifecycle import RECORD_TRANSITIONS as LEGAL_TRANSITIONS
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.stores import MemoryStore
-from rac.testing import VirtualClock
+from rac.testing import VirtualClock, abandon_runs
 from tests.reliability.support import check_world_after_abort, keyed_engine
 
 BOOKINGS = {
@@ -92,9 +92,11 @@ class RollbackMachine(RuleBasedStateMachine):
             crashed = True
         self.world.after_effect = None
         if crashed:
+            abandon_runs(engine)  # killed: its lease runs out
             (out,) = self._engine().recover([run.run_id])
             status = out.status
         else:
+            run.finish()  # the agent stops: an operator may act on its run
             status = run.status
         records = self.store.get_records(run.run_id)
         if status is RunStatus.NEEDS_ATTENTION:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from rac.clock import Clock
 
@@ -65,19 +65,42 @@ def drive_sync(flow: Flow[T], clock: Clock, passthrough: tuple[type[BaseExceptio
 
 
 async def drive_async(flow: Flow[T], clock: Clock,
-                      passthrough: tuple[type[BaseException], ...]) -> T:
+                      passthrough: tuple[type[BaseException], ...], *,
+                      offload: bool = False) -> T:
     """Run ``flow`` without blocking the event loop. Effects marked ``shielded`` (the steps of a
     rollback) are finished even if the task is cancelled meanwhile; the cancellation is re-raised
-    once the flow is done, so a rollback never stops midway."""
+    once the flow is done, so a rollback never stops midway.
+
+    ``offload``: the flow's own steps (its decisions and its writes to the log, between two
+    effects) run on a worker thread, because the log's writes wait on a disk or a server (a
+    SQLite fsync, a PostgreSQL round trip); the loop goes on meanwhile. A step once begun is
+    finished; a cancellation that arrives during one takes effect at the next effect, as it
+    would have had the step run on the loop."""
     send: Any = None
     cancelled = False
+
+    async def step(fn: Callable[..., Any], *args: Any) -> tuple[Any, bool]:
+        """One step of the flow, and whether a cancellation arrived during it."""
+        if not offload:
+            return fn(*args), False
+        result: tuple[Any, bool] = await _shielded(asyncio.to_thread(fn, *args))
+        return result
+
+    async def throw(exc: BaseException) -> NoReturn:
+        await step(_throw, flow, exc)
+        raise exc  # pragma: no cover - _throw always raises
+
     while True:
-        try:
-            effect = flow.send(send)
-        except StopIteration as stop:
-            if cancelled:
+        (done, got), late = await step(_advance, flow, send)
+        if done:
+            if cancelled or late:
                 raise asyncio.CancelledError() from None
-            return stop.value  # type: ignore[no-any-return]
+            return got  # type: ignore[no-any-return]
+        effect: Effect = got
+        if late:
+            if not effect.shielded:
+                await throw(asyncio.CancelledError())
+            cancelled = True
         if isinstance(effect, Sleep):
             if effect.shielded:
                 cancelled |= (await _shielded(clock.asleep(effect.seconds)))[1]
@@ -85,7 +108,7 @@ async def drive_async(flow: Flow[T], clock: Clock,
                 try:
                     await clock.asleep(effect.seconds)
                 except asyncio.CancelledError as e:
-                    _throw(flow, e)
+                    await throw(e)
             send = None
             continue
         try:
@@ -96,11 +119,20 @@ async def drive_async(flow: Flow[T], clock: Clock,
                 value = await _acall(effect)
             send = (True, value)
         except passthrough as e:
-            _throw(flow, e)
+            await throw(e)
         except Exception as e:  # noqa: BLE001 - every tool failure is data for the flow
             send = (False, e)
         except BaseException as e:
-            _throw(flow, e)
+            await throw(e)
+
+
+def _advance(flow: Flow[Any], value: Any) -> tuple[bool, Any]:
+    """Send ``value`` into ``flow``: (False, its next effect) or (True, what it returned).
+    (A StopIteration may not cross a thread's future, so it is caught here.)"""
+    try:
+        return False, flow.send(value)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 async def _acall(effect: Invoke) -> Any:
@@ -124,7 +156,7 @@ async def _shielded(work: Awaitable[Any]) -> tuple[Any, bool]:
             cancelled = True
 
 
-def _throw(flow: Flow[Any], exc: BaseException) -> None:
+def _throw(flow: Flow[Any], exc: BaseException) -> NoReturn:
     """Let the flow record the interruption, then re-raise ``exc``."""
     try:
         flow.throw(exc)

@@ -18,6 +18,7 @@ from rac import hookspecs
 from rac.clock import Clock, SystemClock
 from rac.dispatch import Hooks
 from rac.errors import ConfigurationError
+from rac.leases import DEFAULT_LEASE_SECONDS, Leases
 from rac.plugins import DEFAULT_PLUGINS
 from rac.registry import (
     CompensationRegistry,
@@ -103,6 +104,11 @@ class RAC:
             that such a failure is taken as a call that did not happen (RAC needs evidence to
             say so; see :mod:`rac.classify`): a tuple for every tool, or tool name -> tuple
             (``"*"`` for every tool). ``rac.ResultError`` says it of the tools' error results.
+        lease_seconds: how long a live run's lease lasts without renewal; once it has run out
+            (its process stopped renewing it), ``rac recover`` on any machine may claim the run
+            (default 60; see :mod:`rac.leases`).
+        heartbeat_seconds: how often the engine renews the leases of its live runs (default:
+            a third of ``lease_seconds``; ``0``: only writes renew them).
     """
 
     def __init__(self, *, compensations: Mapping[str, CompensationSpec] | None = None,
@@ -121,7 +127,9 @@ class RAC:
                  lookups: Mapping[str, Lookup | Mapping[str, Any]] | None = None,
                  produces: Mapping[str, Iterable[str]] | None = None,
                  errors_before_effect: Iterable[type[BaseException]]
-                 | Mapping[str, Iterable[type[BaseException]]] | None = None) -> None:
+                 | Mapping[str, Iterable[type[BaseException]]] | None = None,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                 heartbeat_seconds: float | None = None) -> None:
         if no_compensation not in _POLICIES:
             raise ConfigurationError(f"no_compensation must be one of {_POLICIES}, "
                                      f"got {no_compensation!r}")
@@ -137,6 +145,15 @@ class RAC:
                                      f"tools, got {type(alternatives).__name__}")
         if not isinstance(key_param, str) or not key_param:
             raise ConfigurationError(f"key_param must be a parameter name, got {key_param!r}")
+        if not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+            raise ConfigurationError(f"lease_seconds must be a number of seconds above 0, got "
+                                     f"{lease_seconds!r}")
+        if heartbeat_seconds is not None and (
+                not isinstance(heartbeat_seconds, (int, float)) or heartbeat_seconds < 0
+                or heartbeat_seconds >= lease_seconds):
+            raise ConfigurationError(
+                f"heartbeat_seconds must be 0 (off) or a number of seconds below lease_seconds "
+                f"({lease_seconds}), got {heartbeat_seconds!r}")
         self.registry = CompensationRegistry(compensations, alternatives, read_only)
         for tool, effect in (effects or {}).items():
             self.registry.set_effect(tool, effect)
@@ -174,6 +191,8 @@ class RAC:
         self.agent_id = agent_id
         self.max_value_chars = max_value_chars
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        #: The leases of this engine's live runs and their heartbeat (see :mod:`rac.leases`).
+        self.leases = Leases(self, lease_seconds, heartbeat_seconds)
         #: Exceptions that are framework control flow, not failures (adapters add theirs).
         self.passthrough: tuple[type[BaseException], ...] = ()
         self.plugin_manager = _PluginManager(hookspecs.PROJECT, self._plugins_changed)
@@ -201,6 +220,7 @@ class RAC:
         """Close the log's connection if the engine opened the store (from a URL or the
         default); a store object passed in stays open for its owner. Idempotent. Also done
         when the engine is garbage-collected, and by ``with rac.RAC(...) as engine:``."""
+        self.leases.close()
         if self._closer is not None:
             self._closer()
 

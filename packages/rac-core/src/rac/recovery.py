@@ -32,6 +32,8 @@ are checked against the log, and a different step at a sequence number raises
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 import socket
 from collections.abc import Callable, Iterable
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
+from rac.leases import claim
 from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -153,10 +156,12 @@ def ownership(engine: RAC, info: RunInfo, now: float) -> Ownership:
     owner = info.owner
     if owner is None:
         return Ownership("free", "it has no owner")
+    if info.lease_until == RELEASED:  # this engine's own too: it is over in this process
+        return Ownership("free", f"its owner {owner} has left it")
     if owner == engine.owner:
         return Ownership("self", "this engine owns it")
-    if info.lease_until == RELEASED:
-        return Ownership("free", f"its owner {owner} has left it")
+    if owner_is_dead(owner):  # a process of this host that is gone holds no lease
+        return Ownership("free", f"its owner process {owner} is gone")
     if info.lease_until > now:
         return Ownership("live", f"{owner} holds it under a lease for "
                                  f"{info.lease_until - now:.0f} s more")
@@ -196,12 +201,15 @@ def find_unfinished(engine: RAC, *, stale_after: float | None = None) -> list[Ru
 
 
 # -- rebuilding a run --------------------------------------------------------------------------
-def rebuild(engine: RAC, info: RunInfo, records: list[Record]) -> Run:
+def rebuild(engine: RAC, info: RunInfo, records: list[Record], *, owner: str | None = None,
+            lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Run:
     """A :class:`Run` rebuilt from the log, its interrupted compensations settled: one whose
     outcome was written counts as done; one with an intent and no outcome is closed as failed
     (in doubt) so that the rollback runs it again with the same idempotency key. Every change
-    is a legal status change written to the log."""
+    is a legal status change written to the log, fenced with ``owner`` (default: the engine),
+    who claimed the run, and its lease renewed while the run is worked on."""
     run = Run.from_log(engine, info, records)
+    run.log.take_over(owner or engine.owner, lease_seconds)
     comps: dict[int, list[Record]] = {}
     for rec in records:
         if rec.kind is RecordKind.COMPENSATION and rec.compensates is not None:
@@ -227,7 +235,8 @@ _Prepared = tuple[Run | None, RecoveredRun | None]
 def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_seconds: float,
              owner: str, retry_dead_letters: bool) -> _Prepared:
     store = engine.store
-    if not store.claim_run(run_id, owner, engine.clock.now(), lease_seconds):
+    seen = store.get_run(run_id)
+    if seen is None or not claim(engine, seen, owner=owner, lease_seconds=lease_seconds):
         return None, RecoveredRun(run_id, "skipped", reason="claimed by another recoverer")
     info = store.get_run(run_id)
     if info is None:  # pragma: no cover - claim_run succeeded, so the run exists
@@ -239,7 +248,8 @@ def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_s
                                   reason=f"the run is {info.status}, nothing to recover")
     emit("rac.recovery", run_id=run_id, status="claimed", owner=owner,
          previous=str(info.status))
-    return rebuild(engine, info, store.get_records(run_id)), None
+    return rebuild(engine, info, store.get_records(run_id), owner=owner,
+                   lease_seconds=lease_seconds), None
 
 
 def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
@@ -263,6 +273,7 @@ def _finish(engine: RAC, run: Run, report: RecoveryReport) -> RecoveredRun:
     summary = None
     if report.left_live:
         summary = "left live: " + ", ".join(f"#{a.seq} {a.tool}" for a in report.left_live)
+    run.log.release()
     engine.store.update_run(run.run_id, summary=summary)
     _release(engine, run.run_id, keep_owner=True)
     emit("rac.recovery", level="info" if status is RunStatus.COMPENSATED else "warning",
@@ -506,17 +517,25 @@ def _recover_one_sync(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
 async def _recover_one_async(engine: RAC, run_id: str, statuses: Iterable[RunStatus],
                              lease_seconds: float, owner: str, *, retry_dead_letters: bool,
                              reason: str) -> RecoveredRun:
+    blocks = bool(getattr(engine.store, "blocking", True))
+
+    async def off_loop(fn: Callable[[], Any]) -> Any:  # the log's reads and writes block
+        return await asyncio.to_thread(fn) if blocks else fn()
+
     try:
-        run, skipped = _prepare(engine, run_id, statuses=statuses, lease_seconds=lease_seconds,
-                                owner=owner, retry_dead_letters=retry_dead_letters)
+        run, skipped = await off_loop(lambda: _prepare(
+            engine, run_id, statuses=statuses, lease_seconds=lease_seconds, owner=owner,
+            retry_dead_letters=retry_dead_letters))
         if run is None:
             assert skipped is not None
-            return skipped
+            return skipped  # type: ignore[no-any-return]
         report = await drive_async(_rollback(run, reason, retry_dead_letters), engine.clock,
-                                   engine.passthrough)
-        return _finish(engine, run, report)
+                                   engine.passthrough, offload=blocks)
+        finished: RecoveredRun = await off_loop(functools.partial(_finish, engine, run, report))
+        return finished
     except Exception as e:  # noqa: BLE001 - reported, and the run is left claimable
-        return _failed(engine, run_id, e)
+        failed: RecoveredRun = await off_loop(functools.partial(_failed, engine, run_id, e))
+        return failed
 
 
 # -- an operator's resolution ----------------------------------------------------------------------
@@ -671,6 +690,7 @@ def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEA
         raise RACError(f"run {run_id} is held by {info.owner}; not continuing it")
     run = ReplayRun.from_log(engine, info, engine.store.get_records(run_id))
     assert isinstance(run, ReplayRun)
+    run.log.take_over(engine.owner, lease_seconds)
     run._init_replay()
     if tools:
         run.add_tools(tools)

@@ -195,9 +195,13 @@ class RACToolCalls:
         """A call of ``run`` is over, however it ended (an interrupt pauses the turn, a
         hand-off goes on in it): mark the run completed, unless the caller opened it.
         ``Run.finish`` leaves it running while another call of it is under way, or after a
-        crash or cancellation left a call in doubt (for ``rac recover``)."""
-        if self.finish_steps and not explicit and run.run_id not in self.turns.doubtful:
-            run.finish()
+        crash or cancellation left a call in doubt (for ``rac recover``). A run with a call in
+        doubt is released instead: its status stays, its lease ends, so recovery may take it."""
+        if self.finish_steps and not explicit:
+            if run.run_id in self.turns.doubtful:
+                run.release()
+            else:
+                run.finish()
 
     def _agent(self, request: ToolCallRequest) -> str:
         """The agent id of a call: the one given, else the name create_agent gives its runs'

@@ -28,6 +28,7 @@ import rac
 import rac.mcp
 from rac.adapters import RunRegistry, ToolSetCache, registry_of
 from rac.events import emit
+from rac.leases import claim
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac_langgraph import pregel
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
@@ -206,8 +207,13 @@ class TurnRuns(RunRegistry[TurnKey]):
         info = store.get_run(run_id)
         if info is None:
             return self.engine.run(run_id=run_id, agent_id=agent_id)
+        if not claim(self.engine, info):
+            raise rac.RACError(
+                f"the turn's run {run_id} is held by {info.owner}, a process whose lease has "
+                "not run out: resume the thread there, or once that process has stopped")
         records = store.get_records(run_id)
         run = rac.Run.from_log(self.engine, info, records)
+        run.log.take_over(self.engine.owner, self.engine.leases.lease_seconds)
         actions = [r for r in records if r.kind is RecordKind.ACTION]
         self._logged[run_id] = actions
         if any(r.status in _UNSETTLED for r in actions):

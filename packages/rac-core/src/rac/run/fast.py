@@ -33,6 +33,7 @@ from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
 from rac.run.values import needed_fields
 from rac.serialize import plain_copy
+from rac.stores.changes import Append, UpdateRecord
 
 if TYPE_CHECKING:
     from rac.run.run import Invoker, Run
@@ -70,7 +71,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
                      stored_args, None, None, 1, step_key(run.key_prefix, seq, "action"),
                      sorted(set(inferred).union(deps)) if deps else inferred, None, None, True,
                      False, None, now, now, _UNSAFE, None, call_id or "")
-        engine.store.append(rec)  # RunLog.append minus its announcement: nobody listens
+        run.log.commit(Append(rec))  # RunLog.append minus its announcement: nobody listens
         run.log.records[seq] = rec
         run.in_flight.add(seq)
     try:
@@ -95,8 +96,8 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
                             Attempt(True, raw, raw), call_id)
         run.in_flight.discard(seq)
         now = engine.clock.now()
-        engine.store.update_record(run.run_id, seq, status=_COMPLETED, attempts=1,
-                                   result=stored, updated_at=now)
+        run.log.commit(UpdateRecord(run.run_id, seq, {"status": _COMPLETED, "attempts": 1,
+                                                      "result": stored, "updated_at": now}))
         rec.status, rec.result, rec.updated_at = _COMPLETED, stored, now
         run.deps.add_result_later(seq, stored, stored_args, fields=registry.produces.get(name))
     return CallOutcome(True, name, seq, result=raw, value=raw)

@@ -1,15 +1,23 @@
 """A run's writes to the transaction log: records and the run's own row, each status change
 checked against the lifecycle tables, written to the store first, then to the run's copy, then
-announced (one structlog event, and the notification hooks)."""
+announced (one structlog event, and the notification hooks).
+
+Every write carries a fence (:class:`rac.stores.changes.Fence`): it goes through only while
+this process holds the run, and renews the run's lease (see :mod:`rac.leases`). Once another
+process has claimed the run, a write raises :class:`rac.errors.LeaseLostError` and nothing of
+it reaches the log."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING, Any
 
+from rac.errors import LeaseLostError
 from rac.events import info_enabled, run_logger
+from rac.leases import ENDED
 from rac.lifecycle import check_record, check_run
 from rac.models import Record, RecordStatus, RunInfo, RunStatus
+from rac.stores.changes import Append, Change, CreateRun, Fence, UpdateRecord, UpdateRun, commit
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -35,13 +43,62 @@ class RunLog:
         self._events: Any = None
         #: whether info-level events go anywhere (decided when the run starts)
         self.info = True
+        #: who holds the run (this engine, or the recoverer that claimed it) and for how long
+        #: a lease lasts; every write is fenced with them
+        self.owner = engine.owner
+        self.lease_seconds = engine.leases.lease_seconds
+        #: set when the heartbeat found the run claimed by another process
+        self.lost: LeaseLostError | None = None
+        #: True once this process holds the run (it created it, or claimed it): its writes are
+        #: fenced. A run rebuilt from the log without a claim (an operator's dead-letter retry
+        #: or resolution beside a live owner) writes unfenced, as the owner's guest.
+        self.fenced = False
+
+    # -- the lease -------------------------------------------------------------------------------
+    def take_over(self, owner: str, lease_seconds: float) -> None:
+        """The run was claimed by ``owner`` (a recoverer, a continuation): fence its writes
+        with that owner and renew its lease while it works."""
+        self.owner, self.lease_seconds, self.lost = owner, lease_seconds, None
+        self.fenced = True
+        self.engine.leases.hold(self)
+
+    def release(self) -> None:
+        """Stop renewing the lease (the work is done; the lease runs out by itself)."""
+        self.engine.leases.release(self)
+
+    def end(self) -> None:
+        """The run is over in this process (its block closed, or an adapter finished it):
+        stop renewing its lease and end it in the log now, so that an operator may act on the
+        run at once (a ``needs_attention`` run can be resumed; one an interruption left
+        ``running`` is found by ``rac recover`` on any machine)."""
+        if self.lost is None and self in self.engine.leases.held():
+            self.commit(end=True)
+
+    def commit(self, *changes: Change, end: bool = False) -> None:
+        """Write ``changes`` behind this run's fence, in one commit, announcing nothing (the
+        callers announce); ``end``: the commit also ends the lease (the run is over in this
+        process). Raises :class:`rac.errors.LeaseLostError` once another process holds the
+        run."""
+        if self.lost is not None:
+            raise self.lost
+        leases = self.engine.leases
+        if not self.fenced:
+            commit(self.engine.store, changes)
+            return
+        until = ENDED if end else leases.until(self.lease_seconds)
+        commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes])
+        if end:
+            leases.release(self)
 
     # -- the run's row -----------------------------------------------------------------------
     def create(self) -> None:
         """Write the run's row (``running``) and announce it."""
         now = self.engine.clock.now()
-        self.engine.store.create_run(RunInfo(self.run_id, self.agent_id, RunStatus.RUNNING,
-                                             now, now, self.engine.owner))
+        commit(self.engine.store, [CreateRun(RunInfo(
+            self.run_id, self.agent_id, RunStatus.RUNNING, now, now, self.owner,
+            now + self.lease_seconds))])
+        self.fenced = True
+        self.engine.leases.hold(self)
         self.info = info_enabled()
         self.event("rac.run", status=str(RunStatus.RUNNING), agent_id=self.agent_id)
         hooks = self.engine.hooks
@@ -49,15 +106,20 @@ class RunLog:
             hooks.notify("rac_run_status_changed", run_id=self.run_id,
                          status=RunStatus.RUNNING, previous=None)
 
-    def set_status(self, status: RunStatus) -> None:
-        """Change the run's status (a legal change only; the same status is no change)."""
+    def set_status(self, status: RunStatus, *, end: bool = False) -> None:
+        """Change the run's status (a legal change only; the same status is no change).
+        ``end``: the run is over in this process (see :meth:`end`), in the same commit."""
         previous = self.status
         if previous is status:
+            if end:
+                self.end()
             return
         check_run(self.run_id, previous, status)
-        self.engine.store.update_run(self.run_id, status=status,
-                                     updated_at=self.engine.clock.now())
+        self.commit(UpdateRun(self.run_id, {"status": status,
+                                             "updated_at": self.engine.clock.now()}), end=end)
         self.status = status
+        if not end and self.fenced:
+            self.engine.leases.hold(self)
         attention = status is RunStatus.NEEDS_ATTENTION
         self.event("rac.run", level="warning" if attention else "info", status=str(status),
                    previous=str(previous))
@@ -69,7 +131,7 @@ class RunLog:
     # -- records -------------------------------------------------------------------------------
     def append(self, rec: Record) -> None:
         """Write a new record (the intent of a call, or a refusal)."""
-        self.engine.store.append(rec)
+        self.commit(Append(rec))
         self.records[rec.seq] = rec
         self._announce(rec, None)
 
@@ -81,7 +143,7 @@ class RunLog:
         if new is not None:
             check_record(rec, previous, new)
         fields["updated_at"] = self.engine.clock.now()
-        self.engine.store.update_record(self.run_id, rec.seq, **fields)
+        self.commit(UpdateRecord(self.run_id, rec.seq, fields))
         for k, v in fields.items():
             setattr(rec, k, v)
         if new is not None and (new is not previous or new is RecordStatus.COMPENSATING):

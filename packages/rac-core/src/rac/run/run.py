@@ -5,6 +5,7 @@ life), :mod:`rac.run.rollback` and :mod:`rac.run.planning` (undoing a scope),
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import threading
@@ -18,7 +19,7 @@ from rac.dependencies import DependencyIndex
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConfigurationError, ToolCallFailed
 from rac.lifecycle import in_scope, may_be_live
-from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
 from rac.run.compensation import undo_sources
@@ -187,13 +188,26 @@ class Run:
             reason = self._abort_reason(exc)
             if reason is not None:
                 self.rollback(reason=reason, scope="0")
-            else:
-                self._close()
+            self._close()
         finally:
             _reset(tokens)
             self._leave()
 
+    @property
+    def offloads(self) -> bool:
+        """True when the log's writes block (a disk, a server): the async entry points make
+        them on a worker thread, so the event loop never waits on the log."""
+        return bool(getattr(self.engine.store, "blocking", True))
+
+    async def _off_loop(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` (which writes to the log) on a worker thread when the log blocks."""
+        if self.offloads:
+            return await asyncio.to_thread(fn)
+        return fn()
+
     async def __aenter__(self) -> Run:
+        if not self.started:
+            await self._off_loop(self.start)
         return self.__enter__()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -203,11 +217,10 @@ class Run:
             reason = self._abort_reason(exc)
             if reason is not None:
                 await self.arollback(reason=reason, scope="0")
-            else:
-                self._close()
+            await self._off_loop(self._close)
         finally:
             _reset(tokens)
-            self._leave()
+            await self._off_loop(self._leave)
 
     def _pop_tokens(self) -> tuple[Token[Run | None], Token[tuple[Run, str] | None]]:
         if not self._tokens:
@@ -230,21 +243,25 @@ class Run:
         return f"the run was aborted by {type(exc).__name__}: {error_text(exc)}"
 
     def _leave(self) -> None:
-        """The outermost block of a run that is not completed ended: say in the log that its
-        owner left it (see :data:`rac.models.RELEASED`), so that an operator's ``rac resume``
-        may finish its rollback while this process lives on. A completed run needs no word."""
-        if self._tokens or self.status is S.COMPLETED:
+        """The outermost block of a run ended: say in the log that its owner left it (its
+        lease ends: :data:`rac.models.RELEASED`, see :mod:`rac.leases`), so that an
+        operator's ``rac resume`` may finish its rollback while this process lives on. A run
+        completed as its block closed ended its lease in that same commit; a call still under
+        way keeps it."""
+        if self._tokens or self.in_flight:
             return
         try:
-            self.engine.store.update_run(self.run_id, lease_until=RELEASED)
+            self.log.end()
         except Exception as e:  # noqa: BLE001 - then the run looks owned: the careful side
             self.log.event("rac.run", level="warning", status="release_failed",
                            error=error_text(e))
 
     def _close(self) -> None:
+        """The block is left: a running run is completed unless a call was interrupted; as
+        the outermost block of an idle run, in the same commit as the end of its lease."""
         with self.lock:
             if self.status is S.RUNNING and not self.interrupted_seqs:
-                self.log.set_status(S.COMPLETED)
+                self.log.set_status(S.COMPLETED, end=not self._tokens and not self.in_flight)
 
     def finish(self) -> bool:
         """Mark the run completed, for adapters whose framework has no block to wrap the run
@@ -257,9 +274,20 @@ class Run:
         joinable: a later call sets a completed run running again."""
         self.start()
         with self.lock:
-            if self.status is S.RUNNING and not self.in_flight and not self.interrupted_seqs:
-                self.log.set_status(S.COMPLETED)
+            if not self.in_flight:
+                done = self.status is S.RUNNING and not self.interrupted_seqs
+                self.log.set_status(S.COMPLETED if done else self.status, end=True)
             return self.status is S.COMPLETED
+
+    def release(self) -> None:
+        """This process stops working on the run for now, its status left as it is: the run's
+        lease ends, so ``rac recover`` (or a resume in another process) may take it at once if
+        it is unfinished. For adapters that leave a run in doubt to recovery without finishing
+        it; a later call of the run takes the lease again. A run with a call under way keeps
+        its lease."""
+        with self.lock:
+            if self.started and not self.in_flight:
+                self.log.end()
 
     def scope(self) -> Scope:
         """A nested transaction scope: a failure inside it rolls back only what it did."""
@@ -304,7 +332,8 @@ class Run:
                        agent_id: str | None = None, depends_on: Iterable[int] = (),
                        batch: Any = None, call_id: str | None = None) -> CallOutcome:
         """Run one tool call under RAC without blocking the event loop (the adapter API)."""
-        self.start()
+        if not self.started:
+            await self._off_loop(self.start)
 
         def unused(tool: str, a: dict[str, Any]) -> Any:  # pragma: no cover - async only
             raise RuntimeError("the async path never calls tools synchronously")
@@ -312,7 +341,8 @@ class Run:
         flow = call_flow(self, name, dict(args), agent_id=agent_id, depends_on=depends_on,
                          batch=batch, scope=self.current_scope(), invoke=unused,
                          ainvoke=ainvoke, call_id=call_id)
-        return await drive_async(flow, self.engine.clock, self.engine.passthrough)
+        return await drive_async(flow, self.engine.clock, self.engine.passthrough,
+                                 offload=self.offloads)
 
     # -- settling a call that may have happened ------------------------------------------------
     def settle(self, seq: int, args: Mapping[str, Any] | None = None, *,
@@ -339,7 +369,8 @@ class Run:
         """:meth:`settle` without blocking the event loop (the lookup is awaited)."""
         rec, lookup, call_args = self._to_settle(seq, args)
         return await drive_async(settle(self, rec, lookup, call_args, why=why),
-                                 self.engine.clock, self.engine.passthrough)
+                                 self.engine.clock, self.engine.passthrough,
+                                 offload=self.offloads)
 
     def _to_settle(self, seq: int, args: Mapping[str, Any] | None
                    ) -> tuple[Record, Lookup, Mapping[str, Any]]:
@@ -400,10 +431,12 @@ class Run:
     async def arollback(self, reason: str = "rolled back on request", *,
                         scope: str | None = None) -> RecoveryReport:
         """Async :meth:`rollback`; a cancellation waits for the rollback to finish."""
-        self.start()
+        if not self.started:
+            await self._off_loop(self.start)
         return await drive_async(self.rollback_flow(scope or self.current_scope(),
                                                     reason=reason),
-                                 self.engine.clock, self.engine.passthrough)
+                                 self.engine.clock, self.engine.passthrough,
+                                 offload=self.offloads)
 
     def rollback_flow(self, scope: str, *, reason: str,
                       requeue: Iterable[RecordStatus] = ()) -> Flow[RecoveryReport]:

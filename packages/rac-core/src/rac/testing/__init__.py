@@ -16,12 +16,14 @@ from rac.testing.assertions import (
 )
 from rac.testing.clock import VirtualClock
 from rac.testing.lifecycle import LifecycleStore
+from rac.testing.processes import abandon_runs
 from rac.testing.proof import Proof, ProveError, Prover, prove
 from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, Fault, TravelWorld
 
 __all__ = [
     "AdapterConformance", "TRAVEL_COMPENSATIONS", "TRAVEL_READ_ONLY", "Fault",
     "LifecycleStore", "Proof", "ProveError", "Prover", "TravelWorld", "VirtualClock",
+    "abandon_runs",
     "assert_compensated_once", "assert_no_live_effects", "assert_rollback_order", "statuses",
     "prove", "summary",
 ]

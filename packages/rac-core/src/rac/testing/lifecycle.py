@@ -12,7 +12,16 @@ from typing import Any
 from rac.lifecycle import check_record, check_run
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import Store
-from rac.stores.changes import Append, Change, CreateRun, UpdateRecord, UpdateRun, commit
+from rac.stores.changes import (
+    Append,
+    Change,
+    CreateRun,
+    Fence,
+    UpdateRecord,
+    UpdateRun,
+    commit,
+    lease_lost,
+)
 
 
 class LifecycleStore:
@@ -52,7 +61,11 @@ class LifecycleStore:
         recs: dict[tuple[str, int], tuple[RecordKind, RecordStatus]] = {}
         noted: list[tuple[str, int | None, str, str]] = []
         for change in changes:
-            if isinstance(change, CreateRun):
+            if isinstance(change, Fence):  # a refused fence refuses the rest, checked or not
+                info = self.inner.get_run(change.run_id)
+                if info is not None and info.owner != change.owner:
+                    raise lease_lost(change.run_id, change.owner, info.owner)
+            elif isinstance(change, CreateRun):
                 runs[change.run.run_id] = change.run.status
             elif isinstance(change, Append):
                 rec = change.record

@@ -329,9 +329,10 @@ def test_a_call_settled_at_rollback_keeps_only_what_its_undo_reads(make_engine: 
     asked = []
 
     def find_flights(who: str) -> dict[str, Any]:
-        """Live flights of a passenger (read-only); the first question times out."""
+        """Live flights of a passenger (read-only); the question right after the booking's
+        timeout times out (the first is the snapshot taken before the call)."""
         asked.append(who)
-        if len(asked) == 1:
+        if len(asked) == 2:
             raise TimeoutError("lookup timed out")
         found = world.find_bookings(who, "flight")
         return {"bookings": [{**b, "card": card} for b in found["bookings"]]}
@@ -342,7 +343,7 @@ def test_a_call_settled_at_rollback_keeps_only_what_its_undo_reads(make_engine: 
                          read_only=["find_flights", "search_flights", "get_weather"])
     with engine.run() as run, pytest.raises(rac.ToolCallFailed) as failed:
         run.call("book_flight", **FLIGHT)
-    assert world.live() == [] and len(asked) == 2
+    assert world.live() == [] and len(asked) == 3
     report = failed.value.report
     assert [u.tool for u in report.compensated] == ["book_flight"] and report.clean
     (rec,) = [r for r in engine.store.get_records(run.run_id) if r.tool == "book_flight"]
@@ -355,25 +356,33 @@ class _Crash(BaseException):
     """The process dying in the middle of a call (not an error RAC handles)."""
 
 
+def crashing_booking(world: TravelWorld, booked: bool) -> list[Any]:
+    """The trip's tools, with a ``book_flight`` during which the process dies: after the
+    booking committed (``booked``), or before anything was written."""
+    def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+        """Book a seat; the process dies during the call."""
+        if booked:
+            world.book_flight(passenger, origin, dest)
+        raise _Crash()
+
+    return [*[t for t in trip_tools(world) if getattr(t, "__name__", "") != "book_flight"],
+            book_flight]
+
+
 @pytest.mark.parametrize("booked", [True, False])
 def test_a_call_a_crash_interrupted_is_settled_through_its_lookup(
         make_engine: Any, world: TravelWorld, booked: bool) -> None:
     """``Run.settle`` (for adapters whose framework repeats an interrupted call): found, the
     record is completed with the found booking and a later failure cancels it; absent, it is
     failed and nothing is left to undo."""
-    def crash(args: dict[str, Any]) -> None:
-        raise _Crash()
 
-    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=crashing_booking(world, booked),
                          read_only=["find_flights", "get_booking", "search_flights",
                                     "get_weather"])
     run = engine.run()
-    if booked:  # the interrupted call had committed its booking when the process died
-        world.book_flight(**FLIGHT)
-    world.on_call("book_flight", crash)
     with pytest.raises(_Crash):
         run.call("book_flight", **FLIGHT)
-    del world.hooks["book_flight"]
     (rec,) = run.records()
     assert rec.status is rac.RecordStatus.PENDING
     verdict = run.settle(rec.seq, why="reconciled on resume")
@@ -408,13 +417,12 @@ def test_settling_asks_for_a_lookup(make_engine: Any, world: TravelWorld) -> Non
 
 
 def test_settling_on_the_async_path(make_engine: Any, world: TravelWorld) -> None:
-    engine = make_engine(compensations=LOOKUP_COMPENSATIONS, tools=trip_tools(world),
+    engine = make_engine(compensations=LOOKUP_COMPENSATIONS,
+                         tools=crashing_booking(world, booked=True),
                          read_only=["find_flights", "get_booking", "search_flights",
                                     "get_weather"])
     run = engine.run()
-    world.book_flight(**FLIGHT)  # what the interrupted call did before the crash
-    world.on_call("book_flight", lambda a: (_ for _ in ()).throw(_Crash()))
-    with pytest.raises(_Crash):
+    with pytest.raises(_Crash):  # the booking was made, then the process died
         run.call("book_flight", **FLIGHT)
     verdict = asyncio.run(run.asettle(1))
     assert verdict.verdict == "found"

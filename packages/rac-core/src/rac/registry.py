@@ -58,9 +58,18 @@ class Lookup(BaseModel):
     ``tool`` is a read-only tool; ``args`` maps its parameters to paths into the original
     call's arguments or idempotency key (``"args.user_id"``, ``"key"``). ``items`` is the path
     to the list of candidates in the lookup's result (``"result.reservations"``; default: the
-    result itself, a list or one object). An item is the effect when every field named in
-    ``match`` equals the value at its path (``{"flight_number": "args.flight_number"}``); with
-    no ``match`` any item is. The matched item is taken as the call's result.
+    result itself, a list or one object). An item matches when every field named in ``match``
+    equals the value at its path (``{"flight_number": "args.flight_number"}``); with no
+    ``match`` any item does. The match that is the call's own effect is taken as its result.
+
+    Only evidence makes a match the call's own: a lookup that matches on the idempotency key
+    the call was sent with (``{"request_key": "key"}``) needs nothing more; otherwise RAC must
+    tell it from what existed before the call, by the item field ``created_after`` names (its
+    creation time, epoch seconds or ISO 8601, compared with the intent's time on the engine's
+    clock, items made within ``clock_skew`` seconds before it being too close to tell) or, by
+    default, by a snapshot of the matches taken right before the call (one more call of the
+    lookup tool). Another call's known effect, an item RAC cannot read, and a possible effect
+    of a sibling still in doubt are never credited to the call (see :mod:`rac.run.reconcile`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -69,6 +78,8 @@ class Lookup(BaseModel):
     args: Mapping[str, str] = {}
     items: str | None = None
     match: Mapping[str, str] = {}
+    created_after: str | None = None
+    clock_skew: float = 5.0
 
     def __init__(self, tool: str | None = None, /, **data: Any) -> None:
         if tool is not None:
@@ -245,6 +256,14 @@ class CompensationRegistry:
 
     @staticmethod
     def _check_lookup(tool: str, lookup: Lookup) -> None:
+        if lookup.created_after is not None and not (
+                isinstance(lookup.created_after, str) and lookup.created_after.strip()):
+            raise ConfigurationError(f"lookup of {tool!r}: created_after must name the item "
+                                     f"field holding its creation time, got "
+                                     f"{lookup.created_after!r}")
+        if lookup.clock_skew < 0:
+            raise ConfigurationError(f"lookup of {tool!r}: clock_skew must be >= 0 seconds, "
+                                     f"got {lookup.clock_skew!r}")
         if lookup.items is not None:
             parse_path(lookup.items, tool=f"{tool}.lookup", param="items", roots=("result",))
         for field_name, path in lookup.match.items():

@@ -178,15 +178,21 @@ def _ours(entry: Any, where: _Where) -> dict[str, Any]:
                                               "and 'args'")
     lookup = entry.get("lookup")
     if lookup is not None:
-        if not isinstance(lookup, Mapping) or set(lookup) - {"tool", "args", "items", "match"}:
-            raise where.error("lookup", "must be an object with 'tool', 'args', 'items' and "
-                                        "'match'")
+        if not isinstance(lookup, Mapping) or set(lookup) - {"tool", "args", "items", "match",
+                                                             "created_after"}:
+            raise where.error("lookup", "must be an object with 'tool', 'args', 'items', "
+                                        "'match' and 'created_after'")
         items = lookup.get("items")
+        created = lookup.get("created_after")
+        if created is not None and not (isinstance(created, str) and created.strip()):
+            raise where.error("lookup.created_after", f"must name the item field holding its "
+                                                      f"creation time, got {created!r}")
         out["lookup"] = Lookup(
             tool=_tool_name(lookup.get("tool"), where, "lookup.tool"),
             args=_paths(lookup.get("args"), _LOOKUP_ROOTS, where, "lookup.args"),
             items=None if items is None else _path(items, ("result",), where, "lookup.items"),
-            match=_paths(lookup.get("match"), _LOOKUP_ROOTS, where, "lookup.match"))
+            match=_paths(lookup.get("match"), _LOOKUP_ROOTS, where, "lookup.match"),
+            created_after=created)
     effect = entry.get("effect")
     if effect is not None:
         if effect not in EFFECTS:

@@ -38,7 +38,7 @@ from rac.run.attempts import Attempt, attempt
 from rac.run.compensation import compensate
 from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
-from rac.run.reconcile import ABSENT, FOUND, known_effects, read_before, reconcile
+from rac.run.reconcile import ABSENT, FOUND, needs_snapshot, read_before, reconcile, snapshot
 from rac.run.rollback import Failure, rollback_flow
 from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
 
@@ -211,9 +211,9 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
 def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
           depends_on: list[int], alternative_of: int | None, batch: Any,
           planned: Intent | None = None, *, call_id: str | None = None) -> Flow[Begun]:
-    """Decide whether the call may run (its policies, its before-image) and write its intent
-    record: the first half of the write-ahead log. ``planned`` is an intent already planned;
-    ``call_id`` the framework's id of the call."""
+    """Decide whether the call may run (its policies, its before-image), take the snapshot its
+    lookup needs, and write its intent record: the first half of the write-ahead log.
+    ``planned`` is an intent already planned; ``call_id`` the framework's id of the call."""
     intent = planned or plan_intent(run, tool, args, agent_id, scope, alternative_of)
     if call_id:
         intent.record.call_id = call_id
@@ -230,6 +230,13 @@ def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope
             intent.refusal = (f"refused: {tool} would change state that RAC could not read "
                               f"first ({before}), so it could not be undone")
             intent.error = CallRefused(intent.refusal)
+    lookup = run.engine.registry.lookups.get(tool)
+    if lookup is not None and intent.refusal is None and not intent.record.read_only \
+            and needs_snapshot(lookup):
+        # What the lookup shows before the call: a match found later that was already there
+        # is not this call's effect.
+        seen = yield from snapshot(run, lookup, args, agent_id=intent.record.agent_id)
+        intent.undo = {**(intent.undo or {}), "snapshot": seen}
     return write_intent(run, intent, args, depends_on, batch)
 
 
@@ -254,9 +261,11 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
                 else inferred
         if refusal is not None:
             rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
-        # undo data only where an undo may need it
-        rec.undo = intent.undo if intent.undo and rec.compensable and not rec.read_only \
-            else None
+        # undo data only where an undo may need it (the snapshot: where a lookup does)
+        undo = intent.undo if intent.undo and not rec.read_only else None
+        if undo and not rec.compensable:
+            undo = {k: v for k, v in undo.items() if k == "snapshot"} or None
+        rec.undo = undo
         run.log.append(rec)
         if refusal is None:
             run.in_flight.add(rec.seq)
@@ -341,9 +350,7 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
         if lookup is None:
             return Performed("in_doubt", got, f"may have happened: {cls.kind} failure and no "
                                               "lookup is declared to tell")
-        seen = yield from reconcile(run, lookup, own_args, rec.idempotency_key,
-                                    agent_id=rec.agent_id,
-                                    known=known_effects(run, rec.seq))
+        seen = yield from reconcile(run, rec, lookup, own_args)
         run.log.event("rac.reconcile", seq=rec.seq, tool=tool, status=seen.verdict,
                       reason=seen.reason)
         if seen.verdict == FOUND:

@@ -3,8 +3,8 @@ twin (:func:`rac.run.calls.call_flow`).
 
 It applies when nothing but RAC's default plugins answers the call path's hooks
 (:attr:`rac.dispatch.Hooks.defaults_only`), the run is simply running, no rollback is under
-way, the tool is declared with a compensation that needs no before-image and is not
-irreversible, info events go nowhere, and the arguments and the result are plain flat dicts
+way, the tool is declared with a compensation that needs no before-image and no lookup and
+is not irreversible, info events go nowhere, and the arguments and the result are plain flat dicts
 (their stored copies are exact: no undo data). It then writes what the general path would
 write: the same intent record, the same completed record. Anything else at any point (an
 exception, a result that reports a failure, a rolled-back scope, a value that needs
@@ -51,7 +51,7 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
     registry = engine.registry
     comp = registry.pairs.get(name)
     if (not engine.hooks.defaults_only or comp is None or comp.before is not None
-            or name in registry.irreversible
+            or name in registry.irreversible or name in registry.lookups
             or name in registry.effects or run.log.info or run.log.status is not
             RunStatus.RUNNING or run.active_rollbacks or run.doomed):
         return None

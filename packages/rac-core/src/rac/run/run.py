@@ -354,6 +354,15 @@ class Run:
         had returned it; *absent*, it is failed (it never happened: the call may be made
         again); *unknown*, it stays as it was (``verdict.reason`` says why).
 
+        The verdict concerns this call's own effect, and rests on evidence only: a match that
+        existed before the call (in the snapshot taken with its intent, or older than it by
+        the lookup's ``created_after`` field) or that is another call's known effect
+        (compared on every id it carries) is not credited to it; a match that may be the
+        effect of another call still running or in doubt with the same arguments, an item
+        RAC cannot read (a bare value, a row without the matched fields), or a result of the
+        wrong shape make the verdict *unknown*, never *absent*. A lookup by the idempotency
+        key finds nothing of a call that was not sent with one: *unknown*.
+
         For an adapter whose framework repeats a call a crash interrupted (a resumed graph):
         the answer tells it whether to hand back the found result, run the call, or tell the
         model the call is in doubt. ``args`` are the call's arguments as the framework repeats

@@ -291,12 +291,32 @@ async def test_async_resume_reconciles_the_interrupted_call(tmp_path: Path) -> N
     assert info.status is rac.RunStatus.COMPLETED
 
 
-def test_resume_keeps_a_call_in_doubt_when_its_lookup_cannot_tell(tmp_path: Path) -> None:
-    """The guest already had a hotel in Paris: after the crash the lookup shows two bookings
-    that match the interrupted call and nothing tells which is its own, so it is not run again
-    and stays in doubt, with the lookup's reason, for `rac recover`."""
+def test_resume_never_takes_an_earlier_stay_for_the_interrupted_call(tmp_path: Path) -> None:
+    """The guest already had a hotel in Paris before the turn (issue 25: the lookup took it
+    for the interrupted call's): the lookup's snapshot, taken with the call's intent, leaves
+    it out, and the resumed model is given the booking the call made."""
     TravelWorld(str(tmp_path / "world.db")).book_hotel("ann", "Paris", 5)  # an earlier stay
     world_path, log, threads = _crash(tmp_path, "after", lookup=True)
+    world = TravelWorld(str(world_path))
+    earlier, made = (b["booking_id"] for b in world.live("hotel"))
+    eng = _engine(log, world, lookup=True)
+    m, _ = _resume(world, eng, threads, say("Your flight and hotel are booked."), lookup=True)
+
+    told = _last_hotel_answer(m)
+    assert made in told and earlier not in told and "in doubt" not in told
+    assert world.calls.get("book_hotel", 0) == 0 and len(world.live("hotel")) == 2
+    [info] = eng.store.list_runs()
+    [rec] = [r for r in eng.store.get_records(info.run_id) if r.tool == "book_hotel"]
+    assert rec.status is rac.RecordStatus.COMPLETED and rec.result["booking_id"] == made
+
+
+def test_resume_keeps_a_call_in_doubt_when_its_lookup_cannot_tell(tmp_path: Path) -> None:
+    """After the crash, another booking of the guest in Paris appeared (someone else booked
+    too): the lookup shows two bookings that were not there before the interrupted call and
+    nothing tells which is its own, so it is not run again and stays in doubt, with the
+    lookup's reason, for `rac recover`."""
+    world_path, log, threads = _crash(tmp_path, "after", lookup=True)
+    TravelWorld(str(world_path)).book_hotel("ann", "Paris", 5)  # another booking, meanwhile
     world = TravelWorld(str(world_path))
     eng = _engine(log, world, lookup=True)
     m, _ = _resume(world, eng, threads, lookup=True)

@@ -155,6 +155,7 @@ class RAC:
                 f"heartbeat_seconds must be 0 (off) or a number of seconds below lease_seconds "
                 f"({lease_seconds}), got {heartbeat_seconds!r}")
         self.registry = CompensationRegistry(compensations, alternatives, read_only)
+        self.registry.key_param = key_param
         for tool, effect in (effects or {}).items():
             self.registry.set_effect(tool, effect)
         if irreversible is not None:

@@ -59,13 +59,16 @@ def resolve_in(path: str, sources: Mapping[str, Any], *, tool: str, param: str) 
 
 def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, Any],
                   result: Any, params: list[str] | None, required: list[str],
-                  idempotency_key: str | None = None, before: Any = None) -> dict[str, Any]:
+                  idempotency_key: str | None = None, before: Any = None,
+                  key_param: str = IDEMPOTENCY_PARAM) -> dict[str, Any]:
     """The arguments for ``compensation.tool`` undoing a call of ``tool``.
 
     ``args``/``result`` are the original call's, ``before`` its before-image (if one was
     declared); ``params``/``required`` describe the compensator's parameters (None if unknown).
-    Raises :class:`CompensationMappingError` naming the parameter that cannot be mapped, and
-    never maps a required parameter to None: ``"cannot map argument 'booking_ref' of
+    ``idempotency_key``, the compensation's own key, is passed as ``key_param`` to a
+    compensator that takes it. Raises :class:`CompensationMappingError` naming the parameter that cannot be mapped, and
+    never fills a parameter from an empty field (None, ``""``, missing) unless the
+    compensation declares it ``optional``: ``"cannot map argument 'booking_ref' of
     cancel_hotel"``.
     """
     comp_tool = compensation.tool
@@ -86,32 +89,52 @@ def map_arguments(compensation: Compensation, *, tool: str, args: Mapping[str, A
         mapped = dict(out)
         origin = dict.fromkeys(mapped, "the argument mapper")
     elif isinstance(spec, Mapping):
-        mapped = {param: resolve_in(path, sources, tool=comp_tool, param=param)
-                  for param, path in spec.items()}
+        mapped = {}
+        for param, path in spec.items():
+            try:
+                mapped[param] = resolve_in(path, sources, tool=comp_tool, param=param)
+            except CompensationMappingError:
+                if param not in compensation.optional:
+                    raise  # a missing field: an optional parameter is left out instead
         origin = {param: repr(path) for param, path in spec.items()}
     else:
-        mapped = _match_by_name(comp_tool, tool, args, result, params, required)
+        mapped = _match_by_name(comp_tool, tool, args, result, params, required, key_param)
         origin = dict.fromkeys(mapped, "a field of the same name")
-    if (idempotency_key is not None and params is not None and IDEMPOTENCY_PARAM in params
-            and IDEMPOTENCY_PARAM not in mapped):
-        mapped[IDEMPOTENCY_PARAM] = idempotency_key
+    if (idempotency_key is not None and params is not None and key_param in params
+            and key_param not in mapped):
+        mapped[key_param] = idempotency_key  # the compensation's own key: repeats dedupe
     if params is not None:
         for p in required:
             if p not in mapped:
                 raise CompensationMappingError(
                     f"cannot map argument {p!r} of {comp_tool}: declare it, e.g. "
                     f"Compensation(tool={comp_tool!r}, args={{{p!r}: 'result.<field>'}})")
-    for p, v in mapped.items():
-        if v is None and (p in required or params is None):
-            raise CompensationMappingError(
-                f"cannot map argument {p!r} of {comp_tool} (undoing {tool}): "
-                f"{origin.get(p, 'its source')} is None; RAC does not call {comp_tool} "
-                f"with {p}=None")
+    refuse_empty(mapped, compensation, tool=tool, origin=origin)
     return mapped
 
 
+def empty(value: Any) -> bool:
+    """True for a value a compensator cannot undo anything with: None or a blank string."""
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def refuse_empty(mapped: Mapping[str, Any], compensation: Compensation, *, tool: str,
+                 origin: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`CompensationMappingError` naming the first argument of ``mapped`` that
+    is empty (None, ``""``) unless ``compensation.optional`` names it: a compensator given an
+    empty id undoes nothing and answers that it went well."""
+    for p, v in mapped.items():
+        if empty(v) and p not in compensation.optional:
+            src = (origin or {}).get(p, "its source")
+            raise CompensationMappingError(
+                f"cannot map argument {p!r} of {compensation.tool} (undoing {tool}): {src} is "
+                f"{v!r}; RAC does not call {compensation.tool} with {p}={v!r} (declare "
+                f"Compensation(..., optional=[{p!r}]) if an empty value undoes it)")
+
+
 def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: Any,
-                   params: list[str] | None, required: list[str]) -> dict[str, Any]:
+                   params: list[str] | None, required: list[str],
+                   key_param: str = IDEMPOTENCY_PARAM) -> dict[str, Any]:
     if params is None:
         raise CompensationMappingError(
             f"cannot map the arguments of {comp_tool}: its parameters are unknown; declare "
@@ -120,7 +143,7 @@ def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: A
     mapped: dict[str, Any] = {}
     unmapped: list[str] = []
     for p in params:
-        if p == IDEMPOTENCY_PARAM:
+        if p == key_param:
             continue
         if isinstance(fields, Mapping) and p in fields:
             mapped[p] = fields[p]
@@ -137,4 +160,5 @@ def _match_by_name(comp_tool: str, tool: str, args: Mapping[str, Any], result: A
     return mapped
 
 
-__all__ = ["IDEMPOTENCY_PARAM", "map_arguments", "resolve_in", "resolve_path"]
+__all__ = ["IDEMPOTENCY_PARAM", "empty", "map_arguments", "refuse_empty", "resolve_in",
+           "resolve_path"]

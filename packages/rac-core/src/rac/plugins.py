@@ -33,13 +33,15 @@ class DefaultArgumentMapper:
     """Maps compensation arguments: callable, declared paths, else parameter names."""
 
     @hookimpl(trylast=True)
-    def rac_map_compensation_args(self, record: Record, compensation: Compensation,
-                                  tool: Tool | None, args: dict[str, Any], result: Any,
-                                  idempotency_key: str, before: Any) -> dict[str, Any]:
+    def rac_map_compensation_args(self, engine: RAC, record: Record,
+                                  compensation: Compensation, tool: Tool | None,
+                                  args: dict[str, Any], result: Any, idempotency_key: str,
+                                  before: Any) -> dict[str, Any]:
         return map_arguments(compensation, tool=record.tool, args=args, result=result,
                              params=tool.params if tool else None,
                              required=tool.required if tool else [],
-                             idempotency_key=idempotency_key, before=before)
+                             idempotency_key=idempotency_key, before=before,
+                             key_param=engine.key_param)
 
 
 class DefaultErrorClassifier:

@@ -121,7 +121,10 @@ class Compensation(BaseModel):
     original arguments. ``retry`` overrides the engine's compensation retry policy for this
     pair. ``lookup`` reconciles a call that may have happened (see :class:`Lookup`);
     ``before`` reads the state the action changes, so that it can be restored (see
-    :class:`BeforeImage`). The tool may be given positionally: ``Compensation("cancel_x")``.
+    :class:`BeforeImage`). ``optional`` names the compensator parameters that may be filled
+    from an empty field (None, ``""``, a path that is missing): RAC never calls a compensator
+    with any other parameter empty (it would undo nothing). The tool may be given
+    positionally: ``Compensation("cancel_x")``.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -131,6 +134,9 @@ class Compensation(BaseModel):
     retry: RetryPolicy | None = None
     lookup: Lookup | None = None
     before: BeforeImage | None = None
+    #: compensator parameters that may be filled from an empty field (None, "", missing):
+    #: any other is refused, and the action stays live and named
+    optional: tuple[str, ...] = ()
 
     def __init__(self, tool: str | None = None, /, **data: Any) -> None:
         if tool is not None:
@@ -208,6 +214,8 @@ class CompensationRegistry:
         self.produces: dict[str, tuple[str, ...]] = {}
         #: tool (None: every tool) -> exception types it raises only before any effect
         self.errors_before_effect: dict[str | None, tuple[type[BaseException], ...]] = {}
+        #: the parameter through which keyed tools take RAC's key (the engine's key_param)
+        self.key_param = "idempotency_key"
         for name in read_only:
             self.add_read_only(name)
         for tool, spec in (compensations or {}).items():
@@ -243,6 +251,10 @@ class CompensationRegistry:
                     raise ConfigurationError(
                         f"compensation of {tool!r}: args[{param!r}] = {path!r} reads the "
                         "before-image, but no before=rac.BeforeImage(...) is declared")
+        if isinstance(comp.optional, str) or not all(
+                isinstance(p, str) and p for p in comp.optional):
+            raise ConfigurationError(f"compensation of {tool!r}: optional must be a list of "
+                                     f"compensator parameter names, got {comp.optional!r}")
         for label, decl in (("lookup", comp.lookup), ("before", comp.before)):
             if decl is not None:
                 for param, path in decl.args.items():
@@ -355,9 +367,13 @@ class CompensationRegistry:
     def effect_of(self, tool: str, params: Iterable[str] | None,
                   key_param: str = "idempotency_key") -> Effect:
         """``tool``'s effect class: declared, else read-only if declared so, else ``keyed`` when
-        it takes ``key_param``, else ``unsafe``."""
+        it takes ``key_param``, else ``unsafe``. A tool declared ``keyed`` whose parameters are
+        known and lack ``key_param`` is ``unsafe``: RAC cannot pass it a key (the declaration
+        is refused as soon as its parameters are known, see :meth:`check_params`)."""
         declared = self.effects.get(tool)
         if declared is not None:
+            if declared is Effect.KEYED and params is not None and key_param not in params:
+                return Effect.UNSAFE
             return declared
         if tool in self.read_only:
             return Effect.READ_ONLY
@@ -377,11 +393,11 @@ class CompensationRegistry:
                 raise ConfigurationError(f"compensation of {tool!r}: field 'tool' is empty")
             return Compensation(tool=spec)
         if isinstance(spec, Mapping):
-            unknown = set(spec) - {"tool", "args", "retry", "lookup", "before"}
+            unknown = set(spec) - {"tool", "args", "retry", "lookup", "before", "optional"}
             if unknown:
                 raise ConfigurationError(
                     f"compensation of {tool!r}: unknown field(s) {sorted(unknown)}; "
-                    "expected 'tool', 'args', 'retry', 'lookup', 'before'")
+                    "expected 'tool', 'args', 'retry', 'lookup', 'before', 'optional'")
             if not isinstance(spec.get("tool"), str) or not spec.get("tool"):
                 raise ConfigurationError(
                     f"compensation of {tool!r}: field 'tool' must name the compensating tool, "
@@ -467,6 +483,16 @@ class CompensationRegistry:
                 check(f"compensations[{name!r}].before.args", comp.before.tool, comp.before.args)
         for name, lookup in self.lookups.items():
             check(f"lookups[{name!r}].args", lookup.tool, lookup.args)
+        for name, comp in self.pairs.items():
+            check(f"compensations[{name!r}].optional", comp.tool, comp.optional)
+        for name, effect in self.effects.items():
+            params = getattr(tools.get(name), "params", None)
+            if effect is Effect.KEYED and params is not None and self.key_param not in params:
+                raise ConfigurationError(
+                    f"effects[{name!r}] = 'keyed', but {name!r} has no parameter "
+                    f"{self.key_param!r} (its parameters: {sorted(params)}): RAC could not "
+                    f"pass it a key, so a repeat would not be deduplicated. Declare it "
+                    f"'idempotent' or 'unsafe', or set key_param= to the parameter it takes")
 
     def check_known(self, known: Iterable[str], *, only_for: Iterable[str] | None = None) -> None:
         """Raise ConfigurationError if a declaration names a tool not in ``known``.

@@ -149,13 +149,20 @@ def _abound(ainvoke: AsyncInvoker | None, tool: str) -> Any:
 
 
 def with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
-    """The arguments the tool is called with: a ``keyed`` tool gets the step's key."""
+    """The arguments the tool is called with: a ``keyed`` tool gets the step's key, also in
+    place of a key argument that is missing, None or empty (a tool given such a key does not
+    deduplicate a repeat). A key of the caller's own is sent as it is."""
+    if rec.effect != Effect.KEYED:
+        return args
     param = run.engine.key_param
-    if rec.effect == Effect.KEYED and param not in args:
-        t = run.tool(tool, rec.agent_id)
-        if t is None or t.params is None or param in t.params:
-            return {**args, param: rec.idempotency_key}
+    if empty_key(args.get(param)):
+        return {**args, param: rec.idempotency_key}
     return args
+
+
+def empty_key(value: Any) -> bool:
+    """True for a key argument that deduplicates nothing: missing, None or blank."""
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 @dataclass(slots=True)

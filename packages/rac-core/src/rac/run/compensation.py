@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
 from rac.lifecycle import UNCERTAIN_NOTE, uncertain
+from rac.mapping import refuse_empty
 from rac.models import Record, RecordKind, RecordStatus
 from rac.run.attempts import attempt
 from rac.run.keys import step_key
+from rac.run.reconcile import sent_key
 from rac.run.values import error_text, exact_copy, stored_copy
 
 if TYPE_CHECKING:
@@ -91,10 +93,12 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
 def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dict[str, Any]:
     engine = run.engine
     args, result, before = undo_sources(run, rec)
-    if result is None and rec.idempotency_key:
+    if result is None:
         # a call whose outcome is unknown (in doubt now, or when its undo first failed): the
-        # key it was called with lets the compensator find the effect
-        args.setdefault("idempotency_key", rec.idempotency_key)
+        # key it was sent with, and only that one, lets the compensator find the effect
+        sent = sent_key(run, rec, args)
+        if sent is not None:
+            args[engine.key_param] = sent
     mapped = engine.hooks.first("rac_map_compensation_args", propagate=(CompensationMappingError,),
                                 engine=engine, record=rec,
                                 compensation=comp, tool=tool, args=args, result=result,
@@ -104,6 +108,7 @@ def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dic
     if not isinstance(mapped, dict):
         raise CompensationMappingError(f"the arguments mapped for {comp.tool} are a "
                                        f"{type(mapped).__name__}, not a dict")
+    refuse_empty(mapped, comp, tool=rec.tool)  # whichever plugin mapped them
     return mapped
 
 

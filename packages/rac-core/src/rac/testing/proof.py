@@ -27,6 +27,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rac.errors import RACError
-from rac.models import RunStatus
+from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.testing.proof_points import (
     ACTION_BOUNDARIES,
     CRASH_EXIT,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from rac.report import RecoveryReport
 
 CLEAN, NAMED, FALSE_CLEAN, COMPLETED = "clean", "named", "FALSE CLEAN", "completed"
+_WORDS = re.compile(r"[^A-Za-z0-9_.:/#-]+")
 NOT_REACHED, ERROR = "not reached", "error"
 #: How long one child process of a crash point may take (a loaded machine, framework imports).
 CHILD_TIMEOUT = 600.0
@@ -66,11 +68,13 @@ class ProveError(RACError):
 
 @dataclass(slots=True)
 class Found:
-    """What the user's check (and compare) found after a point: ``clean``, and the live items or
-    the differences it named."""
+    """What the user's check (and compare) found after a point: ``clean``, the live items or
+    the differences it named, and per item the id-like values it holds (what ties an item to
+    the record of the call that made it)."""
 
     clean: bool
     items: list[str] = field(default_factory=list)
+    ids: list[frozenset[str]] = field(default_factory=list)
 
     def __str__(self) -> str:
         if self.clean:
@@ -95,8 +99,9 @@ class PointResult:
 
     @property
     def ok(self) -> bool:
-        """True unless the verdict is FALSE CLEAN or an error."""
-        return self.verdict not in (FALSE_CLEAN, ERROR)
+        """True unless the verdict is FALSE CLEAN, an error, or the point was never reached
+        (a scenario whose calls change from run to run cannot be proved point by point)."""
+        return self.verdict not in (FALSE_CLEAN, ERROR, NOT_REACHED)
 
     @property
     def gap(self) -> bool:
@@ -132,6 +137,7 @@ class Proof:
     calls: list[Call] = field(default_factory=list)
     did_nothing: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def false_clean(self) -> list[PointResult]:
@@ -146,23 +152,26 @@ class Proof:
 
     @property
     def errors(self) -> list[PointResult]:
-        """Points prove could not judge."""
-        return [r for r in self.results if r.verdict == ERROR]
+        """Points prove could not judge, or never reached."""
+        return [r for r in self.results if r.verdict in (ERROR, NOT_REACHED)]
 
     @property
     def ok(self) -> bool:
-        """True when no point was a false clean, no compensator did nothing, and every point
-        could be judged. Named points are reported, not failed (see :attr:`exit_code`)."""
-        return not self.false_clean and not self.did_nothing and not self.errors
+        """True when no point was a false clean, no compensator did nothing, every point was
+        reached and judged, and no point asked for was skipped. Named points are reported, not
+        failed (see :attr:`exit_code`)."""
+        return not self.false_clean and not self.did_nothing and not self.errors \
+            and not self.skipped
 
     @property
     def exit_code(self) -> int:
         """``rac prove``'s exit status: 0 every point clean (or completed), 1 a false clean or a
         compensator that did nothing, 3 something left live but named, 4 a point that could
-        not be judged."""
+        not be judged, was never reached, or was asked for and skipped (crash points that
+        cannot run here)."""
         if self.false_clean or self.did_nothing:
             return 1
-        if self.errors:
+        if self.errors or self.skipped:
             return 4
         return 3 if self.named else 0
 
@@ -178,7 +187,8 @@ class Proof:
                 "calls": [str(c) for c in self.calls],
                 "results": [r.to_dict() for r in self.results],
                 "false_clean": [r.point.name for r in self.false_clean],
-                "compensator_did_nothing": self.did_nothing, "skipped": self.skipped}
+                "compensator_did_nothing": self.did_nothing, "skipped": self.skipped,
+                "notes": self.notes}
 
 
 Check = Callable[[], Any]
@@ -263,23 +273,67 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+def _tokens(value: Any, depth: int = 0) -> set[str]:
+    """The id-like values of one live item: every short string and 4+ digit number in it (a
+    string item: its words)."""
+    if isinstance(value, str):
+        if depth == 0:
+            return {t for t in _WORDS.split(value) if len(t) >= 3}
+        return {value} if 3 <= len(value) <= 128 and " " not in value else set()
+    if isinstance(value, bool) or value is None:
+        return set()
+    if isinstance(value, int):
+        return {str(value)} if value >= 1000 else set()
+    if depth > 4:
+        return set()
+    if isinstance(value, Mapping):
+        return set().union(*(_tokens(v, depth + 1) for v in value.values())) if value else set()
+    if isinstance(value, list | tuple | set | frozenset):
+        return set().union(*(_tokens(v, depth + 1) for v in value)) if value else set()
+    from rac.serialize import as_fields
+
+    fields = as_fields(value)
+    return _tokens(fields, depth + 1) if fields is not value else set()
+
+
+def _item_ids(value: Any) -> frozenset[str]:
+    """What identifies one live item: its own id (the first id-named field of a mapping, or an
+    id-like value of it) when it has one, else every id-like value in it (a string: its
+    words). An invoice that mentions an order is the invoice, not the order."""
+    from rac.dependencies import first_result_id
+    from rac.serialize import as_fields
+
+    fields = as_fields(value) if not isinstance(value, str | int | float | bool) else value
+    if isinstance(fields, Mapping):
+        own = first_result_id(dict(fields))
+        if own is not None:
+            return frozenset({str(own)})
+    return frozenset(_tokens(value, 0 if isinstance(value, str) else 1))
+
+
 def _as_found(value: Any) -> Found:
-    """Read what a check returned: True/None/empty is clean; False, a non-empty string or a
-    non-empty collection is not (the items are what it found)."""
+    """Read what a check returned: True/None/empty (or a mapping whose values are all empty) is
+    clean; False, a non-empty string or a non-empty collection is not (the items are what it
+    found)."""
     if value is None or value is True:
         return Found(True)
     if value is False:
         return Found(False)
     if isinstance(value, str):
-        return Found(not value.strip(), [value] if value.strip() else [])
+        return Found(not value.strip(), [value] if value.strip() else [],
+                     [frozenset(_tokens(value))] if value.strip() else [])
     if isinstance(value, Mapping):
-        items = [f"{k}: {v}" for k, v in value.items()]
-        return Found(not items, items)
+        live = {k: v for k, v in value.items() if v not in (None, False, "", [], {}, (), set())}
+        items = [f"{k}: {_render(v)}" for k, v in live.items()]
+        return Found(not items, items, [_item_ids(v) for v in live.values()])
     if isinstance(value, Iterable):
-        items = [v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True)
-                 for v in value]
-        return Found(not items, items)
+        raw = list(value)
+        return Found(not raw, [_render(v) for v in raw], [_item_ids(v) for v in raw])
     return Found(bool(value))
+
+
+def _render(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
 class Prover:
@@ -341,6 +395,7 @@ class Prover:
         self._learned: tuple[Observed, Observed | None] | None = None
         self._clean_live: int | None = None
         self.skipped: list[str] = []
+        self.notes: list[str] = []
 
     # -- running the scenario once -------------------------------------------------------------
     def _once(self, *plugins: object) -> tuple[Observed, str, Any]:
@@ -381,12 +436,14 @@ class Prover:
             try:
                 found = _as_found(_call_maybe_async(self.check))
             except AssertionError as e:
-                found = Found(False, [str(e) or "the check's assertion failed"])
+                text = str(e) or "the check's assertion failed"
+                found = Found(False, [text], [frozenset(_tokens(text))])
         if self.compare is not None and self.snapshot is not None:
             after = _call_maybe_async(self.snapshot)
             diff = _as_found(self._compare(before, after))
             if not diff.clean:
-                found = Found(False, [*found.items, *diff.items] or ["differs from before"])
+                found = Found(False, [*found.items, *diff.items] or ["differs from before"],
+                              [*found.ids, *diff.ids])
         return found
 
     def _compare(self, before: Any, after: Any) -> Any:
@@ -419,7 +476,8 @@ class Prover:
                 "scenario's effects cannot tell a rollback from no rollback")
         failing = clean.calls[-1]
         observer = Observer()
-        rolled, _, _ = self._once(observer, Injector(Point("fail", failing), observer))
+        rolled, _, _ = self._once(observer, Injector(Point("fail", failing, failing=failing),
+                                                     observer))
         self._learned = (clean, rolled if rolled.undos else None)
         return self._learned
 
@@ -433,6 +491,10 @@ class Prover:
             out.append(Point("timeout_after", call))
         failing = clean.calls[-1]
         undos = rolled.undos if rolled is not None else []
+        if not undos and len(clean.calls) > 1:
+            _note(self.notes, f"no compensation points: when {failing} failed (and any "
+                              "alternative of it), the rollback undid nothing, so no "
+                              "compensation could be made to fail")
         for action, comp in undos:
             out.append(Point("undo_fails", action, comp, failing=failing))
         for action, comp in undos:
@@ -440,7 +502,7 @@ class Prover:
         if self.crash:
             reason = self._crash_unavailable()
             if reason is not None:
-                self.skipped.append(f"crash points: {reason}")
+                _note(self.skipped, f"crash points: {reason}")
             else:
                 for call in clean.calls:
                     out.extend(Point("crash", call, at=at) for at in ACTION_BOUNDARIES)
@@ -475,51 +537,10 @@ class Prover:
 
     def _judge(self, point: Point, seen: Observed, statuses: dict[str, str], outcome: str,
                found: Found, reports: Sequence[RecoveryReport] | None = None) -> PointResult:
+        """The verdict of one point (see :func:`judge`)."""
         reports = list(seen.reports if reports is None else reports)
-        named = [f"{u.tool}{' ' + u.ref if u.ref else ''} ({_short(u.error)})"
-                 for r in reports for u in r.left_live]
-        undone = [(u.tool, u.ref) for r in reports for u in r.compensated]
-        finals = set(statuses.values())
-        attention = bool(finals & {RunStatus.NEEDS_ATTENTION.value,
-                                   RunStatus.COMPENSATING.value, RunStatus.RUNNING.value})
-        rolled_back = bool(reports)
-        said_clean = rolled_back and not attention and reports[-1].clean
-        did = _did(outcome, undone, named, statuses, rolled_back)
-
-        def result(verdict: str, note: str = "") -> PointResult:
-            return PointResult(point, verdict, did, found, said_clean, named, statuses, note,
-                               undone)
-
-        # an effect RAC reported undone that the check still sees: wrong, whatever else ran
-        stayed = _still_seen(undone, found)
-        if stayed:
-            return result(FALSE_CLEAN if said_clean else NAMED,
-                          "RAC reported undone what the check still sees: "
-                          + ", ".join(stayed))
-        extra = self._extra(found)
-        if extra and not named:
-            # the run finished (or rolled back "clean"), yet more is live than a clean run
-            # leaves, and nothing was named: an effect made twice, told to nobody
-            return result(FALSE_CLEAN, extra)
-        if not rolled_back and not attention:
-            return result(COMPLETED, "the run finished: the check is shown, not judged")
-        if found.clean:
-            return result(CLEAN, "" if said_clean else "RAC named something as possibly live "
-                                 "that the check did not see (cautious, not wrong)")
-        if said_clean and RunStatus.COMPLETED.value in finals:
-            return result(COMPLETED, "the agent carried on after the rollback (what it did "
-                                     "then is its own): the check is shown, not judged")
-        if said_clean:
-            return result(FALSE_CLEAN, "RAC said the world is back, and it is not")
-        return result(NAMED)
-
-    def _extra(self, found: Found) -> str:
-        """Why ``found`` holds more live effects than a clean run leaves ("" if it does not)."""
-        clean = self._clean_live
-        if clean is None or len(found.items) <= clean:
-            return ""
-        return (f"the check sees {len(found.items)} live effects where a clean run leaves "
-                f"{clean}, and RAC named none: an effect was made twice")
+        records = {run_id: self.engine.store.get_records(run_id) for run_id in statuses}
+        return judge(point, found, statuses, records, reports, outcome, self._clean_live)
 
     # -- crash points ----------------------------------------------------------------------------
     def _crash_unavailable(self) -> str | None:
@@ -602,7 +623,114 @@ class Prover:
             results.append(self.run_point(point))
             if self.progress is not None:
                 self.progress(i, len(points), point.name)
-        return Proof(results, list(clean.calls), _did_nothing(results), list(self.skipped))
+        return Proof(results, list(clean.calls), _did_nothing(results), list(self.skipped),
+                     list(self.notes))
+
+
+def _refs(rec: Record) -> set[str]:
+    """What identifies the effect a record's call made: its result's own id (the first
+    id-named field), else the id-like values of its result."""
+    from rac.dependencies import first_result_id, result_ids
+
+    first = first_result_id(rec.result)
+    if first is not None:
+        return {str(first)}
+    return {str(v) for v in result_ids(rec.result, limit=16) if len(str(v)) >= 3}
+
+
+def judge(point: Point, found: Found, statuses: Mapping[str, str],
+          records: Mapping[str, Sequence[Record]], reports: Sequence[RecoveryReport],
+          outcome: str, clean_live: int | None = None) -> PointResult:
+    """Compare what the check found with what RAC said, item by item where the check's items
+    carry ids the log's records hold:
+
+    * a live item made by a call RAC reported undone, or by a call of a rolled-back run that no
+      report names, is a **false clean** (RAC's account says it is gone, or says nothing);
+    * a live item made by a call of a run that finished (the agent's own success) is fine;
+    * a live item RAC named is **named**;
+    * a live item no record can be tied to is judged by the runs: all rolled back and the last
+      report clean, a false clean; some run finished, the point **cannot be judged** (an
+      error: return the live items with their ids, or snapshot/compare); else named.
+    """
+    named = [f"{u.tool}{' ' + u.ref if u.ref else ''} ({_short(u.error)})"
+             for r in reports for u in r.left_live]
+    undone = [(u.tool, u.ref) for r in reports for u in r.compensated]
+    named_seqs = {(r.run_id, u.seq) for r in reports for u in r.left_live}
+    finals = set(statuses.values())
+    attention = bool(finals & {RunStatus.NEEDS_ATTENTION.value,
+                               RunStatus.COMPENSATING.value, RunStatus.RUNNING.value})
+    rolled_back = bool(reports)
+    finished = {run_id for run_id, st in statuses.items() if st == RunStatus.COMPLETED.value}
+    said_clean = rolled_back and not attention and reports[-1].clean
+    did = _did(outcome, undone, named, dict(statuses), rolled_back)
+
+    def result(verdict: str, note: str = "") -> PointResult:
+        return PointResult(point, verdict, did, found, said_clean, named, dict(statuses), note,
+                           undone)
+
+    if found.clean:
+        if not rolled_back and not attention:
+            return result(COMPLETED, "the run finished: the check is shown, not judged")
+        return result(CLEAN, "" if said_clean else "RAC named something as possibly live that "
+                                                   "the check did not see (cautious, not wrong)")
+    # tie each live item to the call that made it
+    makers: list[tuple[str, Record]] = [
+        (run_id, rec) for run_id, recs in records.items() for rec in recs
+        if rec.kind is RecordKind.ACTION and not rec.read_only]
+    refs = [(run_id, rec, _refs(rec)) for run_id, rec in makers]
+    lies: list[str] = []
+    silent: list[str] = []
+    named_live = 0
+    untied = 0
+    ids = found.ids if len(found.ids) == len(found.items) else [frozenset()] * len(found.items)
+    if not found.items:
+        ids = [frozenset()]  # "not clean", with nothing to tie to a call
+    for tokens in ids:
+        tied = [(run_id, rec) for run_id, rec, r in refs if tokens & r]
+        if not tied:
+            untied += 1
+            continue
+        run_id, rec = tied[-1]
+        name = f"{rec.tool} #{rec.seq}"
+        if rec.status is RecordStatus.COMPENSATED:
+            lies.append(f"{name} was reported undone, and the check still sees it")
+        elif rec.status is RecordStatus.FAILED:
+            lies.append(f"{name} was logged as not having happened, and the check sees it")
+        elif (run_id, rec.seq) in named_seqs or rec.status is RecordStatus.RESOLVED:
+            named_live += 1
+        elif run_id in finished and rec.status is RecordStatus.COMPLETED:
+            continue  # the agent's own effect (made outside a nested rollback, or after one)
+        else:
+            silent.append(f"{name} is live and no report names it")
+    if lies or silent:
+        return result(FALSE_CLEAN, "; ".join([*lies, *silent]))
+    if untied:
+        extra = _extra_effects(found, clean_live)
+        if extra and not named:
+            return result(FALSE_CLEAN, extra)
+        if finished:
+            return result(ERROR, f"{untied} live item(s) the check named hold no id RAC's "
+                                 "records hold, and a run finished: prove cannot tell the "
+                                 "agent's own effects from leftovers; return the live items "
+                                 "with their ids (or use snapshot/compare)")
+        if said_clean:
+            return result(FALSE_CLEAN, "RAC said the world is back, and the check sees what "
+                                       "no call RAC logged made (a tool declared read-only, or "
+                                       "a call outside RAC?)" if found.items else
+                                       "RAC said the world is back, and it is not")
+        return result(NAMED)
+    if named_live:
+        return result(NAMED)
+    return result(COMPLETED, "what is live was made by runs that finished (the agent's own "
+                             "effects): the check is shown, not judged")
+
+
+def _extra_effects(found: Found, clean_live: int | None) -> str:
+    """Why ``found`` holds more live effects than a clean run leaves ("" if it does not)."""
+    if clean_live is None or len(found.items) <= clean_live:
+        return ""
+    return (f"the check sees {len(found.items)} live effects where a clean run leaves "
+            f"{clean_live}, and RAC named none: an effect was made twice")
 
 
 def _short(reason: str | None, width: int = 70) -> str:
@@ -612,9 +740,15 @@ def _short(reason: str | None, width: int = 70) -> str:
 
 
 def _still_seen(undone: Sequence[tuple[str, str | None]], found: Found) -> list[str]:
-    """The undone effects whose ref (an id of the action's result) the check still names."""
-    return [f"{tool} {ref}" for tool, ref in undone
-            if ref and len(ref) >= 3 and any(ref in item for item in found.items)]
+    """The undone effects whose ref (an id of the action's result) is one of the ids a live
+    item holds (a whole value, never a part of one)."""
+    ids = set().union(*found.ids) if found.ids else set()
+    return [f"{tool} {ref}" for tool, ref in undone if ref and ref in ids]
+
+
+def _note(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
 
 
 def _did(outcome: str, undone: Sequence[tuple[str, str | None]], named: list[str],
@@ -646,6 +780,8 @@ def _did_nothing(results: Sequence[PointResult]) -> list[str]:
             out.setdefault(name.split(" ")[0], f"the undo of {name} reported success, but the "
                                               f"check still sees it (at '{r.point.name}')")
     ok_tools: set[str] = set()
+    if any(ids for r in results if r.found is not None for ids in r.found.ids):
+        return list(out.values())  # the check names ids: the ties above are the answer
     for r in (r for r in results if r.point.kind == "fail"):
         tools = {tool for tool, _ in r.undone}
         if r.verdict == CLEAN:
@@ -656,8 +792,10 @@ def _did_nothing(results: Sequence[PointResult]) -> list[str]:
                 if tool in ok_tools:
                     continue
                 name = f"{tool} {ref}" if ref else tool
-                out.setdefault(tool, f"the undo of {name} reported success, but the world is "
-                                     f"not back (first seen at '{r.point.name}')")
+                out.setdefault(tool, f"the world is not back after the undo of {name} "
+                                     f"reported success (first seen at '{r.point.name}'); if "
+                                     "that undo works, an effect RAC does not know of stayed "
+                                     "(a tool declared read-only, or a call outside RAC)")
     return list(out.values())
 
 

@@ -197,7 +197,7 @@ class Injector:
             call = self.observer.call_of(record.run_id, record.seq)
             if call is None:
                 return None
-            if point.failing is not None and call == point.failing:
+            if point.failing is not None and (call == point.failing or self._stands_in(record)):
                 return "fail", str(call)
             if point.undo is None and point.kind != "crash" and call == point.call:
                 return point.kind, str(call)
@@ -208,6 +208,13 @@ class Injector:
         if action == point.call:
             return point.kind, f"{record.tool} (undoing {action})"
         return None
+
+    def _stands_in(self, record: Record) -> bool:
+        """True for an alternative tried in place of the failing call (it fails too, so that
+        the rollback the point needs happens)."""
+        if record.alternative_of is None or self.point.failing is None:
+            return False
+        return self.observer.call_of(record.run_id, record.alternative_of) == self.point.failing
 
     @hookimpl
     def rac_inject_fault(self, record: Record, phase: str) -> BaseException | None:

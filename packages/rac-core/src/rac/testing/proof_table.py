@@ -37,9 +37,10 @@ def proof_table(proof: Proof) -> str:
         lines.append("")
         lines.append("COMPENSATOR DID NOTHING:")
         lines.extend(f"  - {d}" for d in proof.did_nothing)
-    if proof.skipped:
+    if proof.skipped or proof.notes:
         lines.append("")
-        lines.extend(f"skipped {s}" for s in proof.skipped)
+        lines.extend(f"SKIPPED {s}" for s in proof.skipped)
+        lines.extend(f"note: {n}" for n in proof.notes)
     counts: dict[str, int] = {}
     for r in proof.results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
@@ -51,11 +52,12 @@ def proof_table(proof: Proof) -> str:
     if proof.false_clean or proof.did_nothing:
         lines.append("FAILED: the world was not back where RAC (or the finished run) said all "
                      "was well. Fix the pairs, mappings and keys named above.")
+    elif proof.errors or proof.skipped:
+        lines.append("NOT PROVED: some points were never reached, could not be judged, or were "
+                     "skipped (see above); nothing can be said of them.")
     elif proof.named:
         lines.append("Every rollback was honest, but some effects stayed live (named above): a "
                      "lookup, an idempotency key or a pair would let RAC undo them.")
-    elif proof.errors:
-        lines.append("Some points could not be judged (see 'RAC did').")
     else:
         lines.append("No false all-clear: wherever RAC said the world was back, it was; what "
                      "stayed live was named.")

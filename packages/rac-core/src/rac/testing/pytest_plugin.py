@@ -145,6 +145,21 @@ class ProofCase:
         return self.point.name
 
 
+class SkippedPoints:
+    """The points a proof asked for and could not run (the value of ``rac_proof_point`` for
+    the one test that says so)."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.reasons = reasons
+
+    def verify(self) -> None:
+        """Fail: a point asked for and skipped proves nothing."""
+        pytest.fail("skipped " + "; ".join(self.reasons), pytrace=False)
+
+    def __repr__(self) -> str:
+        return "skipped"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "rac_proof_point" not in metafunc.fixturenames:
         return
@@ -156,8 +171,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     prover: Prover = mark.args[0] if mark.args else mark.kwargs["prover"]
     allow_named = bool(mark.kwargs.get("allow_named", False))
     points = prover.points()
-    metafunc.parametrize("rac_proof_point", [ProofCase(prover, p, allow_named) for p in points],
-                         ids=[p.name for p in points])
+    cases: list[Any] = [ProofCase(prover, p, allow_named) for p in points]
+    names = [p.name for p in points]
+    if prover.skipped:
+        cases.append(SkippedPoints(list(prover.skipped)))
+        names.append("skipped points")
+    metafunc.parametrize("rac_proof_point", cases, ids=names)
 
 
 def proof_test(scenario: Callable[..., Any] | str, *, allow_named: bool = False,
@@ -169,7 +188,7 @@ def proof_test(scenario: Callable[..., Any] | str, *, allow_named: bool = False,
     prover = Prover(scenario, **kw)
 
     @pytest.mark.rac_prove(prover, allow_named=allow_named)
-    def test_rollback(rac_proof_point: ProofCase) -> None:
+    def test_rollback(rac_proof_point: ProofCase | SkippedPoints) -> None:
         rac_proof_point.verify()
 
     return test_rollback

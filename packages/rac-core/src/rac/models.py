@@ -102,6 +102,13 @@ class Record:
                       self.created_at, self.updated_at, self.effect,
                       dict(self.undo) if self.undo is not None else None, self.call_id)
 
+    def shown(self) -> Record:
+        """A copy to hand out (to plugins, listeners, displays): without the undo data, which
+        may hold secrets."""
+        shown = self.copy()
+        shown.undo = None
+        return shown
+
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (enums as their values), ``undo`` included: this is
         what stores write. Never display or emit it as is (``rac show`` uses

@@ -104,7 +104,7 @@ class TracingPlugin:
             if record.status in (R.FAILED, R.IN_DOUBT, R.COMPENSATION_FAILED):
                 span.set_attribute("error.type", _error_type(record))
                 span.set_status(self._trace.Status(self._trace.StatusCode.ERROR,
-                                                   (record.error or "")[:200]))
+                                                   _redacted(record.error)))
             if self.values and record.result is not None:
                 span.set_attribute("rac.result", _text(record.result))
             span.end()
@@ -160,9 +160,12 @@ class TracingPlugin:
         if span is None:
             return
         if error is not None:
+            from rac.serialize import redact_text
+
             span.set_attribute("error.type", type(error).__name__
                                if isinstance(error, BaseException) else "error")
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, str(error)[:200]))
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR,
+                                               redact_text(str(error))[:200]))
         span.end()
 
     # -- rollbacks -------------------------------------------------------------------------------
@@ -194,6 +197,12 @@ class TracingPlugin:
             if rid == run_id:
                 return self._trace.set_span_in_context(span)
         return None
+
+
+def _redacted(text: str | None) -> str:
+    from rac.serialize import redact_text
+
+    return redact_text(text or "")[:200]
 
 
 def _error_type(record: Record) -> str:

@@ -61,10 +61,10 @@ def attempt(engine: RAC, tool: str, invoke: Invoke,
     ``rac_inject_fault``)."""
     hooks = engine.hooks
     if record is not None and hooks.listened("rac_attempt_started"):
-        hooks.notify("rac_attempt_started", record=record.copy())
+        hooks.notify("rac_attempt_started", record=record.shown())
     got = yield from _attempt(engine, tool, invoke, record)
     if record is not None and hooks.listened("rac_attempt_finished"):
-        hooks.notify("rac_attempt_finished", record=record.copy(), error=got.error)
+        hooks.notify("rac_attempt_finished", record=record.shown(), error=got.error)
     return got
 
 
@@ -88,6 +88,6 @@ def _fault(engine: RAC, record: Record | None, invoke: Invoke, phase: str,
            result: Any) -> BaseException | None:
     """The exception a fault injector ends this attempt with, or None."""
     assert record is not None
-    fault = engine.hooks.first("rac_inject_fault", record=record.copy(),
+    fault = engine.hooks.first("rac_inject_fault", record=record.shown(),
                                args=dict(invoke.args), phase=phase, result=result)
     return fault if isinstance(fault, BaseException) else None

@@ -157,9 +157,7 @@ class RunLog:
                        agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         hooks = self.engine.hooks
         if hooks.listened("rac_record_written"):
-            shown = rec.copy()
-            shown.undo = None  # undo data is never handed out: it may hold secrets
-            hooks.notify("rac_record_written", record=shown,
+            hooks.notify("rac_record_written", record=rec.shown(),
                          previous=str(previous) if previous is not None else None)
 
     # -- events --------------------------------------------------------------------------------

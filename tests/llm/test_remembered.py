@@ -17,7 +17,7 @@ import rac
 from rac.cli.main import main as rac_main
 from rac.resolver import LLMResolver, ScriptedModel
 from rac.stores import SQLiteStore
-from rac.testing import TravelWorld, assert_no_live_effects
+from rac.testing import TravelWorld, abandon_runs, assert_no_live_effects
 
 from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
 
@@ -93,7 +93,7 @@ def test_recovery_after_a_crash_uses_the_stored_mapping(
     run.start()
     run.call("book_flight", passenger="bob", origin="SFO", dest="CDG")
     run.call("book_hotel", guest="bob", city="Paris", nights=1)
-    engine.store.close()
+    abandon_runs(engine)  # killed: its heartbeat stops, its lease runs out
     assert len(world.live()) == 2
     # the recoverer has no model at all
     recoverer = resolver_engine(LLMResolver(None), store=log_url)

@@ -211,3 +211,53 @@ def test_a_run_as_one_static_file_to_attach_to_a_ticket(log: Log) -> None:
     assert "Still live" in html and "hotel system down" in html
     assert "What the agent was told" in html and "book_car failed" in html
     assert SECRET not in html
+
+
+def test_a_crashed_runs_live_effects_are_in_the_queue(log: Log) -> None:
+    import socket
+
+    from rac.models import Record, RecordKind, RunInfo
+
+    store = log.engine.store
+    dead = f"{socket.gethostname()}:999999:gone01"  # a process of this host that is not there
+    store.create_run(RunInfo("run-crashed", agent_id="travel", status=RunStatus.RUNNING,
+                             created_at=10.0, updated_at=10.0, owner=dead))
+    store.append(Record("run-crashed", 1, "book_hotel", RecordKind.ACTION,
+                        RecordStatus.COMPLETED, result={"booking_id": "HT-900"}, attempts=1,
+                        created_at=10.0, updated_at=10.0, effect="unsafe"))
+    page = client(log).get("/queue").text
+    assert "q-run-crashed" in page and "rac recover" in page and "is gone" in page
+    assert "Nothing needs a person" not in page
+
+
+def test_a_notice_shows_only_when_this_server_signed_it(log: Log) -> None:
+    spoof = "All effects undone: the world is back"
+    page = client(log).get(f"/runs/{log.attention}", params={"done": spoof}).text
+    assert spoof not in page
+    c = signed_in(client(log))
+    csrf = csrf_of(c.get(f"/runs/{log.attention}").text)
+    done = c.post(f"/runs/{log.attention}/resolve",
+                  data={"seq": 2, "note": "by phone", "by": "ann", "csrf": csrf})
+    assert "#2 resolved by ann" in c.get(done.headers["location"]).text
+
+
+def test_a_stale_verdict_never_flips_another_operators(log: Log) -> None:
+    c = signed_in(client(log))
+    csrf = csrf_of(c.get("/pairs").text)
+    key = "pair-book_car-cancel_car-ab"
+    assert c.post(f"/pairs/{key}/approve", data={"csrf": csrf, "by": "ann"}).status_code == 303
+    stale = c.post(f"/pairs/{key}/reject", data={"csrf": csrf, "by": "bob"})
+    assert stale.status_code == 409 and "already" in stale.text
+    pair = log.engine.store.get_pair(key)  # type: ignore[attr-defined]
+    assert pair.status == "approved" and "ann" in pair.note
+
+
+def test_run_ids_with_a_slash_and_an_ipv6_loopback_host(log: Log) -> None:
+    from rac.models import RunInfo
+
+    log.engine.store.create_run(RunInfo("thread-7/turn-2", created_at=5.0, updated_at=5.0,
+                                        status=RunStatus.COMPLETED))
+    c = client(log)
+    assert "thread-7/turn-2" in c.get("/runs/thread-7/turn-2").text
+    assert c.get("/runs", headers={"host": "[::1]:8765"}).status_code == 200
+    assert c.get("/runs", headers={"host": "[::1]"}).status_code == 200

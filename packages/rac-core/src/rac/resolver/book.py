@@ -137,7 +137,8 @@ def decide_pair(book: PairStore, key: str, verdict: str, *, by: str | None = Non
     approve|reject`` and ``rac ui``.
 
     Raises KeyError for an unknown key and ValueError for a pair that no model proposed (it is
-    changed where it is declared) or a verdict that is neither."""
+    changed where it is declared), one that already has a verdict, or a verdict that is
+    neither."""
     import time
 
     from rac.serialize import redact_text
@@ -151,6 +152,10 @@ def decide_pair(book: PairStore, key: str, verdict: str, *, by: str | None = Non
         raise ValueError(f"pair {key!r} comes from {pair.source}, not a model: change it where "
                          "it is declared")
     previous = pair.status
+    if previous != PROPOSED:
+        # a verdict is for a pair waiting for one: a stale page never flips another's verdict
+        raise ValueError(f"pair {key!r} is {previous} already ({pair.note or 'no note'}); "
+                         "only a proposed pair takes a verdict")
     pair.status = APPROVED if verdict == "approve" else REJECTED
     pair.updated_at = time.time() if now is None else now
     why = f": {note.strip()}" if note and note.strip() else ""

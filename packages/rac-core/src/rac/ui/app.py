@@ -90,7 +90,7 @@ def _guarded(ui: UI, handler: Handler, *, action: bool = False) -> Handler:
     CSRF field, and do not exist in read-only mode."""
 
     async def endpoint(request: Request) -> Response:
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0].strip("[]")
+        host = _host_name(request.headers.get("host") or "")
         if ui.guard.loopback and host and not _loopback_host(host):
             # DNS rebinding: a page of another site reaching this loopback server by name
             return PlainTextResponse(f"rac ui answers only as localhost, not as {host!r}", 421)
@@ -114,6 +114,13 @@ def _guarded(ui: UI, handler: Handler, *, action: bool = False) -> Handler:
         return await handler(request)
 
     return endpoint
+
+
+def _host_name(header: str) -> str:
+    """The host of a Host header, without its port (``[::1]:8765`` -> ``::1``)."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def _loopback_host(host: str) -> bool:
@@ -183,10 +190,10 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
                                                         f"{run_id!r}.", "/runs")
         records = ui.store.get_records(run_id)
         return ui.html(pages.run_page(info, records, ui.viewer(request),
-                                      notice=request.query_params.get("done")))
+                                      notice=_notice(ui, request)))
 
     async def queue(request: Request) -> Response:
-        return ui.html(pages.queue_page(attention_queue(ui.store), ui.viewer(request)))
+        return ui.html(pages.queue_page(attention_queue(ui), ui.viewer(request)))
 
     async def pairs(request: Request) -> Response:
         return ui.html(pages.pairs_page(known_pairs(ui), ui.viewer(request)))
@@ -232,7 +239,7 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
             return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
         except (RACError, ValueError) as e:
             return ui.fail(request, 409, "Not resolved", str(e), back)
-        return _done(back, f"#{seq} resolved by {by}", by)
+        return _done(ui, back, f"#{seq} resolved by {by}", by)
 
     async def resume(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -257,7 +264,7 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
         stamp = dt.datetime.fromtimestamp(time.time()).isoformat(timespec="seconds")
         _remember(ui, run_id, f"resumed by {by} at {stamp}: {note} -> {outcome.outcome}")
         emit("rac.ui", run_id=run_id, status="resumed", outcome=outcome.outcome, by=by)
-        return _done(back, f"resumed by {by}: {outcome.outcome}", by)
+        return _done(ui, back, f"resumed by {by}: {outcome.outcome}", by)
 
     async def decide(request: Request) -> Response:
         from rac.resolver.book import decide_pair, pair_book
@@ -274,21 +281,22 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
             return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), "/pairs")
         except ValueError as e:
             return ui.fail(request, 409, "Not changed", str(e), "/pairs")
-        return _done("/pairs", f"{key}: {verdict}d by {by}", by)
+        return _done(ui, "/pairs", f"{key}: {verdict}d by {by}", by)
 
     routes = [
         Route("/", _guarded(ui, home)),
         Route("/runs", _guarded(ui, runs)),
-        Route("/runs/{run_id}", _guarded(ui, run)),
+        Route("/runs/{run_id:path}", _guarded(ui, run)),
         Route("/queue", _guarded(ui, queue)),
         Route("/pairs", _guarded(ui, pairs)),
         Route("/login", _guarded(ui, login), methods=["GET", "POST"]),
     ]
     if not ui.guard.read_only:
         routes += [
-            Route("/runs/{run_id}/resolve", _guarded(ui, resolve, action=True),
+            Route("/runs/{run_id:path}/resolve", _guarded(ui, resolve, action=True),
                   methods=["POST"]),
-            Route("/runs/{run_id}/resume", _guarded(ui, resume, action=True), methods=["POST"]),
+            Route("/runs/{run_id:path}/resume", _guarded(ui, resume, action=True),
+                  methods=["POST"]),
             Route("/pairs/{key}/{verdict:str}", _guarded(ui, decide, action=True),
                   methods=["POST"]),
         ]
@@ -297,11 +305,20 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
     return app
 
 
-def _done(back: str, what: str, by: str) -> Response:
+def _done(ui: UI, back: str, what: str, by: str) -> Response:
+    """Back to the page the action came from, with a notice of what was done, signed so that a
+    link cannot make the page announce something that did not happen."""
     sep = "&" if "?" in back else "?"
-    response = RedirectResponse(f"{back}{sep}{urlencode({'done': what})}", 303)
+    query = urlencode({"done": what, "sig": ui.guard.sign_notice(what)})
+    response = RedirectResponse(f"{back}{sep}{query}", 303)
     response.set_cookie(NAME_COOKIE, by[:80], samesite="strict", path="/")
     return response
+
+
+def _notice(ui: UI, request: Request) -> str | None:
+    """The notice of a just-done action, if this server signed it."""
+    text, sig = request.query_params.get("done"), request.query_params.get("sig")
+    return text if text and sig and ui.guard.check_notice(text, sig) else None
 
 
 def _remember(ui: UI, run_id: str, line: str) -> None:
@@ -333,12 +350,25 @@ def find_runs(store: Store, where: RunFilter, limit: int) -> list[RunInfo]:
     return out
 
 
-def attention_queue(store: Store) -> list[tuple[RunInfo, list[Any]]]:
-    """Every run that needs a person, newest change first, with what may still be live."""
+def attention_queue(ui: UI) -> list[tuple[RunInfo, list[Any], str]]:
+    """Every run that needs a person, newest change first, with what may still be live and
+    why: runs that ended ``needs_attention``, and unfinished runs nobody works on any more
+    (their process is gone or their lease ran out: ``rac recover`` finishes them)."""
+    from rac.recovery import UNFINISHED, ownership
+
+    store = ui.store
     items = []
-    for info in sorted(store.list_runs(status=RunStatus.NEEDS_ATTENTION),
-                       key=lambda r: r.updated_at, reverse=True):
-        items.append((info, pages.live_records(store.get_records(info.run_id))))
+    for info in store.list_runs(status=RunStatus.NEEDS_ATTENTION):
+        items.append((info, pages.live_records(store.get_records(info.run_id)),
+                      "a rollback left these live"))
+    engine = ui.resolver()
+    now = engine.clock.now()
+    for info in store.list_runs(status=UNFINISHED):
+        who = ownership(engine, info, now)
+        if who.state == "free":
+            items.append((info, pages.live_records(store.get_records(info.run_id)),
+                          f"unfinished and {who.reason}: `rac recover --app ...` finishes it"))
+    items.sort(key=lambda item: item[0].updated_at, reverse=True)
     return items
 
 

@@ -243,20 +243,21 @@ def run_page(info: RunInfo, records: Sequence[Record], viewer: Viewer, *,
 
 
 # -- the queue -----------------------------------------------------------------------------------
-def queue_page(items: Sequence[tuple[RunInfo, list[Record]]], viewer: Viewer) -> str:
+def queue_page(items: Sequence[tuple[RunInfo, list[Record], str]], viewer: Viewer) -> str:
     """Every run that needs a person, with each effect that may still be live and why."""
     if not items:
         body = "<h1>Needs attention</h1><p id=empty class=muted>Nothing needs a person.</p>"
         return layout("Needs attention", body, viewer, live=True)
     blocks = []
-    for info, live in items:
+    for info, live, why in items:
         lines = "".join(
             f"<li>#{r.seq} <b>{escape(r.tool)}</b> ({escape(str(r.status))}, happened "
             f"{escape(happened(r)[0])}): {escape(happened(r)[1] or r.error or '')}</li>"
             for r in live)
         blocks.append(f"<div class=live id='q-{escape(info.run_id)}'><a class=mono "
                       f"href='/runs/{escape(info.run_id)}'>{escape(info.run_id)}</a> · "
-                      f"{escape(info.agent_id)} · {when(info.updated_at)}<ul>{lines}</ul></div>")
+                      f"{escape(info.agent_id)} · {badge(info.status)} · "
+                      f"{when(info.updated_at)} · {escape(why)}<ul>{lines}</ul></div>")
     return layout("Needs attention", f"<h1>Needs attention ({len(items)})</h1>"
                                      + "".join(blocks), viewer, live=True)
 

@@ -98,6 +98,14 @@ class Guard:
         """True when ``offered`` is the CSRF field of session ``sid``."""
         return bool(sid and offered) and hmac.compare_digest(str(offered), self.csrf(str(sid)))
 
+    def sign_notice(self, text: str) -> str:
+        """The signature of a notice this server shows after an action."""
+        return self._sign("notice", text)
+
+    def check_notice(self, text: str, sig: str) -> bool:
+        """True when ``sig`` is this server's signature of ``text``."""
+        return hmac.compare_digest(sig, self.sign_notice(text))
+
     def _sign(self, purpose: str, value: str) -> str:
         return hmac.new(self._secret, f"{purpose}:{value}".encode(), hashlib.sha256).hexdigest()
 

@@ -30,13 +30,8 @@ def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     sys.modules.pop(name, None)
 
 
-@pytest.mark.parametrize("example", [
-    "langgraph",
-    pytest.param("crewai", marks=pytest.mark.xfail(
-        strict=True, reason="#25: CrewAI fills idempotency_key=None into the call, RAC keeps "
-                            "the None, retries the call as if it were deduplicated (three "
-                            "bookings) and undoes an in-doubt call by a key it was never sent")),
-    "llamaindex", "semantic_kernel"], indirect=True)
+@pytest.mark.parametrize("example", ["langgraph", "crewai", "llamaindex", "semantic_kernel"],
+                         indirect=True)
 def test_each_framework_example_proves_clean(example: ModuleType,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert example.main() == 0

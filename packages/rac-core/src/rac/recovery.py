@@ -163,7 +163,7 @@ def ownership(engine: RAC, info: RunInfo, now: float) -> Ownership:
     if owner_is_dead(owner):  # a process of this host that is gone holds no lease
         return Ownership("free", f"its owner process {owner} is gone")
     if info.lease_until > now:
-        return Ownership("live", f"{owner} holds it under a lease for "
+        return Ownership("live", f"{owner} is alive: it holds the run under a lease for "
                                  f"{info.lease_until - now:.0f} s more")
     if info.lease_until > 0:
         return Ownership("free", f"the lease of {owner} on it expired")

@@ -126,7 +126,8 @@ def test_a_booking_that_committed_then_timed_out_is_found_not_booked_again(
     (rid, res), = made.items()
     assert res.status is None and results[0]["reservation_id"] == rid
     assert layer.stats.per_tool["book_reservation"] == 1
-    assert layer.stats.per_tool[BOOKING_LOOKUP] == 1
+    # asked with the intent (what matched before the call: nothing) and when it timed out
+    assert layer.stats.per_tool[BOOKING_LOOKUP] == 2
     rec = booking_record(run)
     assert rec.status is rac.RecordStatus.COMPLETED and rec.result["reservation_id"] == rid
     assert run.status is rac.RunStatus.COMPLETED
@@ -166,8 +167,9 @@ def test_a_timeout_before_tau2_committed_is_retried_once(world: Tau2AirlineWorld
     assert failed is None
     made = new_reservations(world)
     assert len(made) == 1 and results[0]["reservation_id"] in made
-    # one attempt timed out, the lookup showed nothing, the retry booked it
-    assert layer.stats.per_tool == {"book_reservation": 2, BOOKING_LOOKUP: 1}
+    # one attempt timed out, the lookup showed nothing (asked with the intent, then after
+    # the timeout: no snapshot is taken again for the retry), the retry booked it
+    assert layer.stats.per_tool == {"book_reservation": 2, BOOKING_LOOKUP: 2}
     assert booking_record(run).attempts == 2
 
 
@@ -216,7 +218,9 @@ def test_another_call_s_identical_booking_is_not_credited_to_this_one(
     made = new_reservations(world)
     assert len(made) == 2 and all(r.status is None for r in made.values())
     assert [r["reservation_id"] for r in results] == made_calls
-    assert layer.stats.per_tool[BOOKING_LOOKUP] == 1
+    # a snapshot with each call's intent (the second's holds the first's booking), and the
+    # second call's reconciliation
+    assert layer.stats.per_tool[BOOKING_LOOKUP] == 3
 
 
 @pytest.mark.parametrize("store", STORES)
@@ -240,8 +244,9 @@ def test_when_the_lookup_fails_the_booking_is_in_doubt_and_named(
     # why it is in doubt: the lookup could not be read (its own 503), in the record's note
     assert rec.note is not None and f"the lookup {BOOKING_LOOKUP} raised" in rec.note
     assert "503" in rec.note
-    # asked when the call timed out, and again when the rollback met the in-doubt record
-    assert layer.stats.per_tool == {"book_reservation": 1, BOOKING_LOOKUP: 2}
+    # asked with the intent (its snapshot failed too), when the call timed out, and again
+    # when the rollback met the in-doubt record
+    assert layer.stats.per_tool == {"book_reservation": 1, BOOKING_LOOKUP: 3}
     assert "STILL LIVE: book_reservation (MAY HAVE HAPPENED" in str(failed)
     assert run.status is rac.RunStatus.NEEDS_ATTENTION
     assert rec.status is not rac.RecordStatus.COMPENSATED

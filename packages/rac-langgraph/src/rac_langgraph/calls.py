@@ -98,7 +98,7 @@ class RACToolCalls:
             runtime = request.runtime
             run = self.turns.turn_run(request.state, getattr(runtime, "config", None), agent,
                                       runtime)
-        self._offer(run, request)
+        self._offer(run, request, agent)
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
@@ -147,7 +147,7 @@ class RACToolCalls:
             runtime = request.runtime
             run = await self.turns.aturn_run(
                 request.state, getattr(runtime, "config", None), agent, runtime)
-        self._offer(run, request)
+        self._offer(run, request, agent)
         call = request.tool_call
         requested = call["name"]
         earlier = self._earlier(run, request)
@@ -219,11 +219,11 @@ class RACToolCalls:
         run = rac.current_run()
         return run if run is not None and run.engine is self.engine else None
 
-    def _offer(self, run: rac.Run, request: ToolCallRequest) -> None:
-        """Offer the agent's tools to ``run`` (compensators, alternatives)."""
+    def _offer(self, run: rac.Run, request: ToolCallRequest, agent: str) -> None:
+        """Offer the agent's tools to ``run`` (compensators, alternatives), as ``agent``'s."""
         tools = getattr(request.runtime, "tools", None)
         if tools:
-            self.turns.offer_tools(run, tools)
+            self.turns.offer_tools(run, tools, agent)
 
     # -- exactly once ---------------------------------------------------------------------------
     def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | _Doubt | None:

@@ -355,14 +355,18 @@ class TurnRuns(RunRegistry[TurnKey]):
                 self._answers.popitem(last=False)
 
     # -- the rest ---------------------------------------------------------------------------------
-    def offer_tools(self, run: rac.Run, tools: Sequence[Any]) -> None:
-        """Make the agent's tools callable by ``run`` (compensators, alternatives); the MCP
-        declarations of a tool list not seen before are registered first."""
-        if tools:
-            key = tuple(map(id, tools))
-            if key not in self._mcp_seen:
-                self._register_mcp(key, tools)
-        self.tool_sets.offer(run, tools)
+    def offer_tools(self, run: rac.Run, tools: Sequence[Any], agent_id: str | None = None
+                    ) -> None:
+        """Make the agent's tools callable by ``run`` (compensators, alternatives), as the
+        tools of ``agent_id``: a call that agent made is undone through its own tool of that
+        name, even when another agent of the run has a different tool of the same name. The
+        MCP declarations of a tool list not seen before are registered first."""
+        if not tools:
+            return
+        key = tuple(map(id, tools))
+        if key not in self._mcp_seen:
+            self._register_mcp(key, tools)
+        run.add_tools(self.tool_sets.tool_set(list(tools)), agent_id=agent_id)
 
     def _register_mcp(self, key: tuple[int, ...], tools: Sequence[Any]) -> None:
         """Register what langchain-mcp-adapters' tools among ``tools`` declare in their MCP

@@ -602,13 +602,16 @@ def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = N
     when = dt.datetime.fromtimestamp(engine.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     text = redact_text(f"resolved by {who} at {when}: {note.strip()}")[:2000]
     run = Run.from_log(engine, info, records)
-    emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
-         status="resolved", by=redact_text(who))
     with run.lock:
-        run.log.update(run.log.records[seq], status=RecordStatus.RESOLVED, note=text)
+        # compare-and-set on the status checked above: of two operators resolving one record
+        # at once, the second is refused (ConflictError), never writes over the first's note
+        run.log.update(run.log.records[seq], status=RecordStatus.RESOLVED, note=text,
+                       expect=rec.status)
         if not any(may_be_live(r) for r in run.log.records.values()):
             run.log.set_status(RunStatus.RESOLVED)
             engine.store.update_run(run_id, summary=redact_text(f"resolved by {who}"))
+    emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
+         status="resolved", by=redact_text(who))
     updated = engine.store.get_run(run_id)
     assert updated is not None
     return updated

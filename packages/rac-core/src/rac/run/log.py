@@ -135,15 +135,16 @@ class RunLog:
         self.records[rec.seq] = rec
         self._announce(rec, None)
 
-    def update(self, rec: Record, **fields: Any) -> None:
+    def update(self, rec: Record, *, expect: RecordStatus | None = None, **fields: Any) -> None:
         """Change fields of a record; a status change must be legal (see
-        :mod:`rac.lifecycle`)."""
+        :mod:`rac.lifecycle`). ``expect``: only while the log still holds the record with that
+        status (compare-and-set, see :class:`rac.stores.changes.UpdateRecord`)."""
         previous = rec.status
         new = fields.get("status")
         if new is not None:
             check_record(rec, previous, new)
         fields["updated_at"] = self.engine.clock.now()
-        self.commit(UpdateRecord(self.run_id, rec.seq, fields))
+        self.commit(UpdateRecord(self.run_id, rec.seq, fields, expect=expect))
         for k, v in fields.items():
             setattr(rec, k, v)
         if new is not None and (new is not previous or new is RecordStatus.COMPENSATING):

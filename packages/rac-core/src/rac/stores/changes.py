@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rac.errors import LeaseLostError
-from rac.models import Record, RunInfo
+from rac.errors import ConflictError, LeaseLostError
+from rac.models import Record, RecordStatus, RunInfo
 
 __all__ = ["Append", "Change", "CreateRun", "Fence", "UpdateRecord", "UpdateRun", "commit",
-           "fence_fallback"]
+           "expect_fallback", "fence_fallback", "status_changed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +45,16 @@ class Append:
 @dataclass(frozen=True, slots=True)
 class UpdateRecord:
     """Change fields of a record (a KeyError if it does not exist; a
-    :class:`rac.LifecycleError` for a status change the lifecycle tables forbid)."""
+    :class:`rac.LifecycleError` for a status change the lifecycle tables forbid).
+
+    ``expect``: compare-and-set, the change applies only while the record's status is still
+    ``expect`` (else a :class:`rac.errors.ConflictError` naming the status found): two
+    writers that read the same status cannot both write over it (``rac resolve`` twice)."""
 
     run_id: str
     seq: int
     fields: Mapping[str, Any] = field(default_factory=dict)
+    expect: RecordStatus | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ def commit(store: Any, changes: Sequence[Change], *, durable: bool = True) -> No
         if type(change) is Append:
             store.append(change.record)
         elif type(change) is UpdateRecord:
+            if change.expect is not None:
+                expect_fallback(store, change)
             store.update_record(change.run_id, change.seq, **change.fields)
         elif type(change) is UpdateRun:
             store.update_run(change.run_id, **change.fields)
@@ -111,6 +118,23 @@ def fence_fallback(store: Any, fence: Fence) -> None:
         raise lease_lost(fence.run_id, fence.owner, info.owner)
     if fence.lease_until is not None:
         store.update_run(fence.run_id, lease_until=fence.lease_until)
+
+
+def expect_fallback(store: Any, change: UpdateRecord) -> None:
+    """An :class:`UpdateRecord` with ``expect`` on a store without the ``commit`` capability:
+    read the record's status, refuse if it changed (not atomic with the write that follows)."""
+    rec = next((r for r in store.get_records(change.run_id) if r.seq == change.seq), None)
+    if rec is None:
+        raise KeyError(f"{change.run_id}#{change.seq}")
+    if rec.status is not change.expect:
+        raise status_changed(change, rec.status)
+
+
+def status_changed(change: UpdateRecord, found: Any) -> ConflictError:
+    """The error of a refused compare-and-set: the status expected, the status found."""
+    return ConflictError(
+        f"record {change.run_id}#{change.seq} is {found} now, no longer {change.expect}: "
+        "another writer changed it since it was read, so this write was refused")
 
 
 def lease_lost(run_id: str, owner: str, holder: str | None) -> LeaseLostError:

@@ -11,7 +11,16 @@ from rac.lifecycle import check_record, check_run
 from rac.models import PairRecord, Record, RecordStatus, RunInfo, RunStatus
 from rac.stores.base import status_set
 from rac.stores.capabilities import COMMIT, PAIRS, RUN_QUERY, RunFilter
-from rac.stores.changes import Append, Change, CreateRun, Fence, UpdateRecord, UpdateRun, lease_lost
+from rac.stores.changes import (
+    Append,
+    Change,
+    CreateRun,
+    Fence,
+    UpdateRecord,
+    UpdateRun,
+    lease_lost,
+    status_changed,
+)
 from rac.stores.rows import RECORD_COLUMNS, RUN_COLUMNS, check_fields
 
 _RECORD_FIELDS = frozenset(RECORD_COLUMNS)
@@ -111,7 +120,8 @@ class MemoryStore:
                         self._append(change.record, undo)  # type: ignore[union-attr]
                     elif t is UpdateRecord:
                         assert isinstance(change, UpdateRecord)
-                        self._update_record(change.run_id, change.seq, dict(change.fields), undo)
+                        self._update_record(change.run_id, change.seq, dict(change.fields), undo,
+                                            change)
                     elif t is UpdateRun:
                         assert isinstance(change, UpdateRun)
                         self._update_run(change.run_id, dict(change.fields), undo)
@@ -168,10 +178,13 @@ class MemoryStore:
         undo.append(back)
 
     def _update_record(self, run_id: str, seq: int, fields: dict[str, Any],
-                       undo: list[Callable[[], None]]) -> None:
+                       undo: list[Callable[[], None]], change: UpdateRecord | None = None
+                       ) -> None:
         if not fields.keys() <= _RECORD_FIELDS:
             check_fields("record", fields, RECORD_COLUMNS)
         rec = self._records[run_id][seq]
+        if change is not None and change.expect is not None and rec.status is not change.expect:
+            raise status_changed(change, rec.status)
         status = fields.get("status")
         if status is not None:
             if type(status) is not RecordStatus:

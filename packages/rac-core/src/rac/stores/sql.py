@@ -40,6 +40,7 @@ from rac.stores.changes import (
     UpdateRecord,
     UpdateRun,
     lease_lost,
+    status_changed,
 )
 from rac.stores.read_only import check_version
 from rac.stores.rows import (
@@ -502,6 +503,9 @@ class SQLStore(ABC):
                   else encode(k, v, int_bools=self.dialect.int_bools)
                   for k, v in change.fields.items()]
         guard = record_guard(status) if status is not None else None
+        if change.expect is not None:  # compare-and-set: RAC's own enum value, never user text
+            expected = f"status='{RecordStatus(change.expect)}'"
+            guard = expected if guard is None else f"{guard} AND {expected}"
         if self._update(conn, "records", change.fields, f"run_id={p} AND seq={p}", guard,
                         [*values, change.run_id, change.seq]):
             return
@@ -510,6 +514,8 @@ class SQLStore(ABC):
         if not rows:
             raise KeyError(context)
         kind, previous, tool = rows[0]
+        if change.expect is not None and previous != str(change.expect):
+            raise status_changed(change, previous)
         raise LifecycleError(f"illegal status change of {context} ({tool}, {kind}): "
                              f"{previous} -> {status}; the log refused it")
 

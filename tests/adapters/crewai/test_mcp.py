@@ -1,6 +1,6 @@
 """Tools of ``Agent(mcps=[...])`` under RAC, against the example MCP server run as a
 subprocess over stdio: the pairs come from the server's ``_meta`` (which CrewAI drops), mapped
-to CrewAI's ``<server>_<tool>`` names; compensations run through the server; a lost answer is
+to ``<server>_<tool>`` names (the server's own name, never its command line); compensations run through the server; a lost answer is
 reconciled, not repeated; an untrusted server's read-only claim is not believed."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import rac
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld
 from rac_crewai import enable_rac
-from rac_crewai.mcp_tools import server_name
 from tests.adapters.crewai.support import (
     FLIGHT,
     FLIGHT_UNDONE,
@@ -37,20 +36,22 @@ from tests.adapters.crewai.support import bare_engine as engine
 class Travel:
     """The example server over a world file, as CrewAI names its tools."""
 
-    def __init__(self, world: Path, *faults: str) -> None:
+    def __init__(self, world: Path, *faults: str, server: str = "travel") -> None:
         args = [MCP_SERVER, "--world", str(world)]
         for fault in faults:
             args += ["--fail", fault]
         self.config = MCPServerStdio(command=sys.executable, args=args)
-        self.server = server_name(self.config)
+        #: the server's name in its tools' names: the one it declares (or the user gives it)
+        self.server = server
 
     def name(self, tool: str) -> str:
         """The tool's name in CrewAI (and so in RAC's log and registry)."""
         return f"{self.server}_{tool}"
 
     def seen(self, tool: str) -> str:
-        """The tool's name as the model sees it (sanitized by CrewAI)."""
-        return sanitize_tool_name(self.name(tool))
+        """The tool's name as the model sees it: the same name (no path, nothing cut)."""
+        assert sanitize_tool_name(self.name(tool)) == self.name(tool)
+        return self.name(tool)
 
     def call(self, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A model's call of the tool."""
@@ -87,6 +88,7 @@ def test_pairs_from_the_server_and_compensation_through_it(world: Path) -> None:
     [report] = told(llm, travel.seen("book_hotel"))
     assert "book_hotel failed" in report and "not available" in report
     assert f"via {travel.name('cancel_flight')}" in report and "world is back" in report
+    assert "travel_book_hotel failed" in report and "/" not in report and "<path>" not in report
     [run] = runs_of(eng)
     assert run.status is RunStatus.COMPENSATED
     records = eng.store.get_records(run.run_id)
@@ -190,3 +192,59 @@ def test_a_server_is_listed_once_per_engine_not_once_per_task(world: Path) -> No
         travel.server]
     assert ledger(world) == FLIGHT_UNDONE
     assert f"via {travel.name('cancel_flight')}" in told(llm, travel.seen("book_hotel"))[0]
+
+
+def test_two_copies_of_one_server_are_two_systems_named_apart(world: Path,
+                                                               tmp_path: Path) -> None:
+    # Both servers declare the name "travel": the second one's tools are travel_2_*, and each
+    # booking is undone through its own server.
+    other = tmp_path / "other.db"
+    TravelWorld(str(other)).close()
+    first, second = Travel(world), Travel(other, "book_hotel=permanent", server="travel_2")
+    llm = ScriptedLLM([[first.call("book_flight", FLIGHT)],
+                       [second.call("book_flight", FLIGHT)],
+                       [second.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    agent = Agent(role="travel agent", goal="Book trips.", backstory="Careful.", llm=llm,
+                  mcps=[first.config, second.config], max_iter=10)
+    task = Task(description="Book Ada's trip.", expected_output="x", agent=agent)
+    eng = engine()
+    enable_rac(Crew(agents=[agent], tasks=[task]), eng).kickoff()
+
+    assert ledger(world) == FLIGHT_UNDONE and ledger(other) == FLIGHT_UNDONE
+    [report] = told(llm, second.seen("book_hotel"))
+    assert f"via {first.name('cancel_flight')}" in report
+    assert f"via {second.name('cancel_flight')}" in report and "world is back" in report
+    assert only_run(eng).status is RunStatus.COMPENSATED
+
+
+def test_a_name_the_user_gives_a_server_names_its_tools_and_trusts_it(world: Path) -> None:
+    travel = Travel(world, "book_hotel=permanent", server="airline")
+    crew, llm = trip_crew(travel, [[travel.call("search_flights", {"origin": "LHR",
+                                                                    "dest": "CDG"})],
+                                   [travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng, mcp_names={"airline": travel.config}, trusted_mcp=["airline"])
+
+    crew.kickoff()
+
+    assert travel.name("search_flights") in eng.registry.read_only
+    [report] = told(llm, travel.seen("book_hotel"))
+    assert "airline_book_hotel failed" in report and "world is back" in report
+
+
+def test_a_server_cannot_be_trusted_by_the_name_it_declares(world: Path) -> None:
+    travel = Travel(world, "book_hotel=permanent")
+    crew, llm = trip_crew(travel, [[travel.call("book_hotel", HOTEL)], "No hotel; sorry."])
+    eng = engine()
+    enable_rac(crew, eng, trusted_mcp=["travel"])
+
+    crew.kickoff()
+
+    assert travel.name("search_flights") not in eng.registry.read_only
+
+
+def test_a_server_name_is_a_tool_name_prefix_or_a_clear_error(world: Path) -> None:
+    travel = Travel(world)
+    crew, _ = trip_crew(travel, [])
+    with pytest.raises(rac.ConfigurationError, match="lowercase.*'my_server'"):
+        enable_rac(crew, engine(), mcp_names={"My Server": travel.config})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 from crewai import Agent, Crew
@@ -19,7 +19,7 @@ from rac_crewai.guarded_tool import RACTool
 from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
 from rac_crewai.mcp_adapter import adopt_adapter_tools
 from rac_crewai.mcp_tools import ServerRef, adopt, configure
-from rac_crewai.run_scope import in_async_run, in_run, join, rac_tools
+from rac_crewai.run_scope import in_async_run, in_run, join, join_members, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
     crew_members,
@@ -123,6 +123,7 @@ def _guard_mcp(engine: RAC, agent: Any, tools: list[BaseTool]) -> list[BaseTool]
     run = engine.current_run()
     if run is not None:
         join(run, rac_tools(tools))
+        join_members(run, lambda: [(agent.role, rac_tools(tools))])
     return guard(tools, engine, agent.role, peers)
 
 
@@ -163,6 +164,18 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     return peers
 
 
+def crew_roles(crew: Crew) -> list[tuple[str, list[Tool]]]:
+    """The (role, RAC tools) of each agent of ``crew``: its own tools and those of the tasks
+    given to it (what its calls are undone through)."""
+    by_role: dict[str, list[BaseTool]] = {}
+    for agent in crew_members(crew):
+        by_role.setdefault(agent.role, []).extend(unwrap(t) for t in agent_tools(agent))
+    for task in crew.tasks:
+        if task.agent is not None and task.tools:
+            by_role.setdefault(task.agent.role, []).extend(unwrap(t) for t in task.tools)
+    return [(role, rac_tools(unique_by_name(tools))) for role, tools in by_role.items()]
+
+
 def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
     """Wrap the tools of ``crew`` for ``engine`` (a crew starting inside an enabled Flow);
     the RAC view of its tools, for the run it joins."""
@@ -172,18 +185,21 @@ def guard_crew_now(crew: Crew, engine: RAC) -> list[Tool]:
 @overload
 def enable_rac(crew: Crew, rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
                trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
+               mcp_names: Mapping[str, ServerRef] | None = None,
                approver: Approver | None = None, **config: Any) -> Crew: ...
 @overload
 def enable_rac(crew: Flow[Any], rac: RAC | None = None, *, undo_rejected_attempts: bool = True,
                trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
+               mcp_names: Mapping[str, ServerRef] | None = None,
                approver: Approver | None = None, method_scopes: bool = False,
                **config: Any) -> Flow[Any]: ...
 
 
 def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
                undo_rejected_attempts: bool = True, trusted_mcp: Iterable[ServerRef] = (),
-               mcp_timeout: float | None = None, approver: Approver | None = None,
-               method_scopes: bool = False, **config: Any) -> Crew | Flow[Any]:
+               mcp_timeout: float | None = None, mcp_names: Mapping[str, ServerRef] | None = None,
+               approver: Approver | None = None, method_scopes: bool = False,
+               **config: Any) -> Crew | Flow[Any]:
     """Run every tool of every agent and task of ``crew`` under RAC; returns ``crew``.
 
     Given a CrewAI ``Flow``, each kickoff of the Flow is one run and every crew its methods
@@ -203,11 +219,13 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     nothing twice.
 
     Tools of ``Agent(mcps=[...])`` run under RAC too, with the compensations, lookups and
-    effect classes their servers declare in ``_meta`` (read from a listing of each server,
-    mapped to CrewAI's ``<server>_<tool>`` names). ``trusted_mcp`` lists the servers
-    (``MCPServerStdio``/``MCPServerHTTP``/``MCPServerSSE`` configs, or CrewAI's server names)
-    whose read-only and idempotency claims RAC believes; ``mcp_timeout`` bounds each MCP call,
-    in seconds (CrewAI's default: 30). Both apply to every crew of the engine. Tools of
+    effect classes their servers declare in ``_meta`` (read from a listing of each server).
+    They are named ``<server>_<tool>``, ``<server>`` being the name ``mcp_names`` gives the
+    server (``{"travel": config}``), else the name the server declares for itself (never its
+    command line). ``trusted_mcp`` lists the servers (``MCPServerStdio``/``MCPServerHTTP``/
+    ``MCPServerSSE`` configs, CrewAI's server names, or names given in ``mcp_names``) whose
+    read-only and idempotency claims RAC believes; ``mcp_timeout`` bounds each MCP call,
+    in seconds (CrewAI's default: 30). All three apply to every crew of the engine. Tools of
     crewai-tools' ``MCPServerAdapter`` are called through the adapter's own session, so an
     ``isError`` answer is a failure, and their servers' declarations are registered too
     (:mod:`rac_crewai.mcp_adapter`; ``trusted_mcp`` also takes the adapter or its server
@@ -221,7 +239,7 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     that method did (see :mod:`rac_crewai.flows`).
     """
     engine = engine_for(rac, config)
-    configure(engine, trusted_mcp, mcp_timeout)
+    configure(engine, trusted_mcp, mcp_timeout, mcp_names)
     install_approver(engine, approver)
     if isinstance(crew, Flow):
         return enable_flow(crew, engine, method_scopes=method_scopes)
@@ -249,10 +267,14 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     def streaming() -> bool:
         return bool(crew.stream)
 
+    def members() -> list[tuple[str, list[Tool]]]:
+        return crew_roles(crew)
+
     object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare,
-                                               streaming, run_id=run_id))
+                                               streaming, run_id=run_id, members=members))
     object.__setattr__(crew, "akickoff", in_async_run(engine, cls.akickoff.__get__(crew),
-                                                      prepare, streaming, run_id=run_id))
+                                                      prepare, streaming, run_id=run_id,
+                                                      members=members))
     object.__setattr__(crew, "copy", copy)
     for name in ("kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each"):
         method = getattr(cls, name, None)
@@ -263,15 +285,16 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
 
 def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
                          trusted_mcp: Iterable[ServerRef] = (), mcp_timeout: float | None = None,
+                         mcp_names: Mapping[str, ServerRef] | None = None,
                          approver: Approver | None = None, **config: Any) -> Agent:
     """Run every tool of one agent under RAC, its ``mcps`` tools included; returns ``agent``.
 
     Inside a crew enabled with the same engine the agent's calls join the crew's run. Otherwise
     each task it executes (``execute_task``) and each standalone ``kickoff`` is one run.
-    ``trusted_mcp``, ``mcp_timeout`` and ``approver``: see :func:`enable_rac`.
+    ``trusted_mcp``, ``mcp_timeout``, ``mcp_names`` and ``approver``: see :func:`enable_rac`.
     """
     engine = engine_for(rac, config)
-    configure(engine, trusted_mcp, mcp_timeout)
+    configure(engine, trusted_mcp, mcp_timeout, mcp_names)
     install_approver(engine, approver)
     peers = [unwrap(t) for t in agent_tools(agent)]
     adopt_adapter_tools(engine, peers)

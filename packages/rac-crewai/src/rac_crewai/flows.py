@@ -23,7 +23,14 @@ from crewai.flow.flow import Flow
 from crewai.hooks.dispatch import InterceptionPoint
 
 from rac import RAC, ConfigurationError, Tool
-from rac_crewai.run_scope import CrewRefused, in_async_run, in_run, join, mark_rolled_back
+from rac_crewai.run_scope import (
+    CrewRefused,
+    in_async_run,
+    in_run,
+    join,
+    join_members,
+    mark_rolled_back,
+)
 
 #: Instance attribute holding the engine of an enabled Flow.
 FLOW_ENGINE_ATTR = "_rac_crewai_engine"
@@ -34,7 +41,7 @@ METHOD_SCOPES_ATTR = "_rac_crewai_method_scopes"
 def adopt_crews(engine: RAC) -> Any:
     """The ``execution_start`` hook that puts each crew starting inside the Flow's run under
     ``engine`` and adds its tools to the run."""
-    from rac_crewai.enable import guard_crew_now  # enable imports this module
+    from rac_crewai.enable import crew_roles, guard_crew_now  # enable imports this module
 
     def adopt(context: Any) -> None:
         crew = getattr(context, "crew", None)
@@ -46,6 +53,7 @@ def adopt_crews(engine: RAC) -> Any:
         except ConfigurationError as e:
             raise CrewRefused(reason=f"RAC cannot guard crew {crew.name or 'crew'}: {e}") from e
         join(run, tools)
+        join_members(run, lambda: crew_roles(crew))
 
     adopt.__qualname__ = adopt.__name__ = "rac_adopt_crews"
     return adopt

@@ -78,12 +78,13 @@ class RACTool(BaseTool):
 
     def _call(self, run: rac.Run, args: dict[str, Any]) -> Any:
         inner = self._inner
-        invoke = route(run, inner.name, lambda a: run_for_rac(inner, a),
+        agent_id = current_caller() or self._agent_id
+        invoke = route(run, inner.name, lambda a: run_for_rac(inner, a), agent_id=agent_id,
                        hint="give it to an agent of the crew or to the engine's tools=[...]")
         # The calls of one model turn are one batch: once a rollback begins, a sibling that has
         # not started is refused and one still running is undone when it returns.
-        outcome = execute(run, self.name, args, invoke,
-                          agent_id=current_caller() or self._agent_id, batch=current_turn())
+        outcome = execute(run, self.name, args, invoke, agent_id=agent_id,
+                          batch=current_turn())
         if outcome.ok:
             return outcome.result
         return failure_for_agent(outcome, run, escalate(run, outcome))

@@ -296,7 +296,7 @@ def adopt_adapter_tools(engine: rac.RAC, tools: Iterable[BaseTool]) -> None:
         if names <= settings.listed.get(first.server, set()):
             continue
         _list_declarations(engine, first, names, adapter_names(group),
-                           trusted=first.server in settings.trusted)
+                           trusted=settings.is_trusted(first.server))
         settings.listed.setdefault(first.server, set()).update(names)
 
 

@@ -2,13 +2,18 @@
 
 CrewAI resolves an agent's ``mcps`` inside each task (and each standalone ``kickoff``), after
 RAC wrapped the agent's tools, through ``agent.get_mcp_tools``; the tools it builds
-(``MCPNativeTool``) are renamed ``<server>_<tool>`` and keep neither ``_meta`` nor the
-annotations. An enabled agent's ``get_mcp_tools`` is replaced on the instance: the tools it
-returns are wrapped for RAC and added to the open run, and the declarations of each server are
-read from a listing of its own (one more connection, once per engine and server) with
-:func:`rac.mcp.register_session_tools`, mapped to CrewAI's names by
-:class:`rac.mcp.NameMap` (``MCPNativeTool.original_tool_name``). A server is trusted only
-if the user says so (:class:`MCPSettings`).
+(``MCPNativeTool``) keep neither ``_meta`` nor the annotations, and are named
+``<server>_<tool>`` where ``<server>`` is, for a stdio server, its whole command line (file-system
+paths the model would read, and a log would key on, that change with the checkout). An enabled
+agent's ``get_mcp_tools`` is replaced on the instance: the tools it returns are renamed
+``<name>_<tool>``, ``<name>`` being the name the user gave the server (``mcp_names=``) or else
+the one the server declares for itself when it is initialized (``serverInfo.name``), made unique
+per engine; they are then wrapped for RAC and added to the open run. The declarations of each
+server are read from a listing of its own (one more connection, once per engine and server)
+with :func:`rac.mcp.register_session_tools`, mapped to those names by :class:`rac.mcp.NameMap`
+(``MCPNativeTool.original_tool_name``). A server is trusted only if the user says so
+(:class:`MCPSettings`): by its config, CrewAI's name for it, or the name the user gave it, never
+by the name it declares (any server can declare any name).
 
 CrewAI's MCP client retries a failed or timed-out call up to three times by itself. A booking
 whose answer was lost would then be made twice while RAC logs one call, so the clients of
@@ -31,7 +36,7 @@ from crewai.mcp.tool_resolver import MCPToolResolver
 from crewai.tools import BaseTool
 from crewai.tools.mcp_native_tool import MCPNativeTool
 from crewai.utilities.string_utils import sanitize_tool_name
-from mcp import StdioServerParameters
+from mcp import ClientSession, StdioServerParameters
 
 import rac
 from rac.mcp import NameMap, register_session_tools
@@ -58,10 +63,11 @@ ServerRef = (MCPServerStdio | MCPServerHTTP | MCPServerSSE | str | StdioServerPa
 
 
 def server_name(server: ServerRef) -> str:
-    """The name CrewAI gives a server in its tools' names (``<server>_<tool>``): for a stdio
-    server its command line, for HTTP and SSE servers its URL's host and path; a string is
-    taken as that name already. The server parameters of crewai-tools' ``MCPServerAdapter``
-    (and the adapter) are named as the equivalent CrewAI config would be.
+    """The name CrewAI gives a server (``MCPNativeTool.server_name``): for a stdio server its
+    command line, for HTTP and SSE servers its URL's host and path; a string is taken as that
+    name already. The server parameters of crewai-tools' ``MCPServerAdapter`` (and the adapter)
+    are named as the equivalent CrewAI config would be. RAC keys its settings by it (trust, the
+    names given); its tools are named by :func:`tool_name`, not by it.
 
     Raises :class:`rac.ConfigurationError` for anything else."""
     if isinstance(server, str):
@@ -107,6 +113,38 @@ class MCPSettings:
     trusted: set[str] = field(default_factory=set)
     timeout: float | None = None
     listed: dict[str, set[str]] = field(default_factory=dict)
+    #: the name the user gave each server (by CrewAI's name for it)
+    given: dict[str, str] = field(default_factory=dict)
+    #: the name RAC's tool names use for each server it listed (by CrewAI's name for it)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def is_trusted(self, server: str) -> bool:
+        """True if the user trusts ``server`` (CrewAI's name for it), by its config or CrewAI's
+        name, or by the name they gave it."""
+        given = self.given.get(server)
+        return server in self.trusted or (given is not None and given in self.trusted)
+
+    def name_for(self, server: str, declared: str | None) -> str:
+        """The name of ``server`` (CrewAI's name for it) in its tools' names: the name the user
+        gave it, else the one it ``declared`` (sanitized; ``mcp`` if none), with ``_2``,
+        ``_3``... after it when another server of the engine has it already (two copies of one
+        server are two systems: a tool of one must never be undone through the other)."""
+        known = self.names.get(server)
+        if known is not None:
+            return known
+        given = self.given.get(server)
+        base = given if given is not None else sanitize_tool_name(declared or "") or "mcp"
+        taken = set(self.names.values())
+        name, n = base, 1
+        while name in taken:
+            if given is not None:
+                raise rac.ConfigurationError(
+                    f"two MCP servers are both named {given!r} (mcp_names=...): give each "
+                    "its own name")
+            n += 1
+            name = f"{base}_{n}"
+        self.names[server] = name
+        return name
 
 
 def settings_of(engine: rac.RAC) -> MCPSettings:
@@ -117,10 +155,24 @@ def settings_of(engine: rac.RAC) -> MCPSettings:
     return found
 
 
-def configure(engine: rac.RAC, trusted: Iterable[ServerRef], timeout: float | None) -> None:
-    """Add ``trusted`` servers (configs or names) and a call timeout to the engine's
-    settings."""
+def configure(engine: rac.RAC, trusted: Iterable[ServerRef], timeout: float | None,
+              names: Mapping[str, ServerRef] | None = None) -> None:
+    """Add ``trusted`` servers (configs or names), a call timeout and the names the user gives
+    servers (``{name: server}``) to the engine's settings."""
     settings = settings_of(engine)
+    for given, server in (names or {}).items():
+        if not isinstance(given, str) or sanitize_tool_name(given) != given:
+            raise rac.ConfigurationError(
+                f"an MCP server's name in mcp_names must be lowercase letters, digits and "
+                f"underscores (it starts its tools' names), got {given!r}; e.g. "
+                f"{sanitize_tool_name(str(given)) or 'travel'!r}")
+        key = server_name(server)
+        before = settings.names.get(key) or settings.given.get(key)
+        if before is not None and before != given:
+            raise rac.ConfigurationError(
+                f"this MCP server is named {before!r} already in this engine, so it cannot "
+                f"be named {given!r}: its tools' names in the log cannot change")
+        settings.given[key] = given
     settings.trusted.update(server_name(s) for s in trusted)
     if timeout is not None:
         if timeout <= 0:
@@ -167,38 +219,57 @@ def _servers(tools: Iterable[BaseTool]) -> dict[str, list[MCPNativeTool]]:
     return by_server
 
 
+def tool_name(server: str, mcp_name: str) -> str:
+    """The name of MCP tool ``mcp_name`` of the server RAC names ``server``, as the agent, RAC's
+    log and its registry know it (sanitized as CrewAI sanitizes names for the model)."""
+    return sanitize_tool_name(f"{server}_{mcp_name}")
+
+
 def crewai_names(server: str, tools: list[MCPNativeTool]) -> NameMap:
-    """The names CrewAI gives the server's tools: those of ``tools``, and for a tool they do
-    not include (filtered out) the name CrewAI would give it."""
+    """The names of the server's tools (``server`` as RAC names it): those of ``tools``, and
+    for a tool they do not include (filtered out) the name it would be given."""
     given = {t.original_tool_name: t.name for t in tools}
 
     def name(mcp_name: str) -> str:
-        return given.get(mcp_name) or f"{server}_{sanitize_tool_name(mcp_name)}"
+        return given.get(mcp_name) or tool_name(server, mcp_name)
 
     return NameMap(name)
 
 
-async def _register(engine: rac.RAC, server: str, tools: list[MCPNativeTool],
-                    trusted: bool) -> None:
+def rename(tools: list[MCPNativeTool], server: str) -> None:
+    """Name each of ``tools`` (CrewAI's, named after the server's command line) after the
+    server's RAC name and its MCP name."""
+    for t in tools:
+        t.name = tool_name(server, t.original_tool_name)
+
+
+async def _register(engine: rac.RAC, server: str, tools: list[MCPNativeTool]) -> None:
+    """Connect to ``server`` (CrewAI's name for it) as its tools would, learn the name it
+    declares, name its tools and register what it declares about them."""
+    settings = settings_of(engine)
     client = tools[0]._client_factory()
-    await client.connect()
-    try:
-        await register_session_tools(engine, client.session, server=server, trusted=trusted,
-                                     names=crewai_names(server, tools))
-    finally:
-        await client.disconnect()
+    transport = client.transport
+    async with transport, ClientSession(transport.read_stream, transport.write_stream) as session:
+        init = await asyncio.wait_for(session.initialize(), timeout=client.connect_timeout)
+        name = settings.name_for(server, getattr(init.serverInfo, "name", None))
+        rename(tools, name)
+        await register_session_tools(engine, session, server=name,
+                                     trusted=settings.is_trusted(server),
+                                     names=crewai_names(name, tools))
 
 
 def adopt(engine: rac.RAC, tools: list[BaseTool]) -> None:
-    """Register what the servers of ``tools`` (an agent's resolved ``mcps``) declare, once
-    per engine and server, and make their calls single attempts."""
+    """Name the tools of the servers of ``tools`` (an agent's resolved ``mcps``) after their
+    servers' RAC names, register what the servers declare, once per engine and server, and
+    make their calls single attempts."""
     settings = settings_of(engine)
     for server, group in _servers(tools).items():
         for t in group:
             single_attempt(t, engine)
-        names = {t.name for t in group}
-        if names <= settings.listed.get(server, set()):
-            continue
-        trusted = server in settings.trusted
-        run_sync(functools.partial(_register, engine, server, group, trusted))
-        settings.listed.setdefault(server, set()).update(names)
+        name = settings.names.get(server)
+        if name is not None:
+            rename(group, name)
+            if {t.name for t in group} <= settings.listed.get(server, set()):
+                continue
+        run_sync(functools.partial(_register, engine, server, group))
+        settings.listed.setdefault(server, set()).update(t.name for t in group)

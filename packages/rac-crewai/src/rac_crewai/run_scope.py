@@ -37,6 +37,8 @@ from rac_crewai.tool_table import as_rac_tool
 
 R = TypeVar("R")
 Prepare = Callable[[], tuple[str, list[rac.Tool]]]
+#: The (role, tools) of each agent of an entry point, offered to the run as that agent's.
+Members = Callable[[], list[tuple[str, list[rac.Tool]]]]
 #: An execution-scoped CrewAI hook: where it runs and the function.
 Hook = tuple[InterceptionPoint, Callable[[Any], Any]]
 
@@ -89,14 +91,25 @@ def join(run: rac.Run, tools: list[rac.Tool]) -> None:
         run.add_tools(missing)
 
 
+def join_members(run: rac.Run, members: Members | None) -> None:
+    """Offer each agent's tools to ``run`` as that agent's (its records carry its role): two
+    agents of one run, each with a tool of the same name (two vendors' systems), have each
+    call undone through the agent's own tool, not the first of that name the run was given."""
+    for role, tools in members() if members is not None else ():
+        if tools:
+            run.add_tools(tools, agent_id=role)
+
+
 def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
            bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
-           run_id: Callable[[], str | None] | None = None) -> Callable[..., R]:
+           run_id: Callable[[], str | None] | None = None,
+           members: Members | None = None) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
     the tools it may call), joining one already open and adding the tools to it. While
     ``bypass()`` is true the method runs as it is: a streaming kickoff only sets up a stream,
     and calls ``kickoff`` again to do the work. ``hooks`` are more (point, hook) pairs scoped
-    to the call; ``run_id()`` names a run the call opens (None: a fresh id)."""
+    to the call; ``run_id()`` names a run the call opens (None: a fresh id); ``members()``
+    gives (role, tools) of each agent, offered as that agent's (:func:`join_members`)."""
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
@@ -106,6 +119,7 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
         with open_or_join(engine, agent_id=agent_id, tools=tools, settled=settled_by_rac,
                           run_id=run_id() if run_id else None) as run, crew_hooks(*hooks):
             join(run, tools)
+            join_members(run, members)
             return method(*args, **kwargs)
 
     return scoped
@@ -113,8 +127,8 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
 
 def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: Prepare,
                  bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
-                 run_id: Callable[[], str | None] | None = None
-                 ) -> Callable[..., Awaitable[R]]:
+                 run_id: Callable[[], str | None] | None = None,
+                 members: Members | None = None) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
 
     @functools.wraps(method)
@@ -126,6 +140,7 @@ def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: 
                                 run_id=run_id() if run_id else None) as run:
             with crew_hooks(*hooks):
                 join(run, tools)
+                join_members(run, members)
                 return await method(*args, **kwargs)
 
     return scoped

@@ -63,6 +63,12 @@ DEFAULT_LEASE_SECONDS = 300.0
 #: letter pick the same number, and the store's refusal of a duplicate ``(run_id, seq)`` is
 #: their claim: exactly one of them goes on.
 OPERATOR_SEQ_BASE = 1_000_000_000
+#: Recovery flushes the log to disk once every this many commits, and when it finishes with a
+#: run (see :meth:`rac.run.log.RunLog.relax`): a crashed run of 10,000 records is not 10,000
+#: fsyncs. Each commit reaches the database at once (a crash of the recovering process loses
+#: nothing); a power cut may lose up to this many, which the next recovery does again with the
+#: same idempotency keys (a compensator is idempotent: recovery already requires it).
+FLUSH_EVERY = 200
 
 
 @dataclass
@@ -214,17 +220,20 @@ def rebuild(engine: RAC, info: RunInfo, records: list[Record], *, owner: str | N
     for rec in records:
         if rec.kind is RecordKind.COMPENSATION and rec.compensates is not None:
             comps.setdefault(rec.compensates, []).append(rec)
-    with run.lock:
-        for crecs in comps.values():
-            for crec in crecs:
-                if crec.status is RecordStatus.PENDING:
-                    run.log.update(crec, status=RecordStatus.FAILED, note="in_doubt",
-                                   error="in doubt: the process stopped before the outcome of "
-                                         "this compensation was written; recovery runs it again")
-        for rec in records:
-            if rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPENSATING and any(
-                    c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ())):
-                run.log.update(rec, status=RecordStatus.COMPENSATED)
+    updates: list[tuple[Record, dict[str, Any]]] = []
+    for crecs in comps.values():
+        for crec in crecs:
+            if crec.status is RecordStatus.PENDING:
+                updates.append((crec, {
+                    "status": RecordStatus.FAILED, "note": "in_doubt",
+                    "error": "in doubt: the process stopped before the outcome of this "
+                             "compensation was written; recovery runs it again"}))
+    for rec in records:
+        if rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPENSATING and any(
+                c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ())):
+            updates.append((rec, {"status": RecordStatus.COMPENSATED}))
+    with run.lock:  # one commit, flushed with the rollback's first compensation
+        run.log.write(updates=updates, durable=False)
     return run
 
 
@@ -248,8 +257,10 @@ def _prepare(engine: RAC, run_id: str, *, statuses: Iterable[RunStatus], lease_s
                                   reason=f"the run is {info.status}, nothing to recover")
     emit("rac.recovery", run_id=run_id, status="claimed", owner=owner,
          previous=str(info.status))
-    return rebuild(engine, info, store.get_records(run_id), owner=owner,
-                   lease_seconds=lease_seconds), None
+    run = rebuild(engine, info, store.get_records(run_id), owner=owner,
+                  lease_seconds=lease_seconds)
+    run.log.relax(FLUSH_EVERY)
+    return run, None
 
 
 def _release(engine: RAC, run_id: str, *, keep_owner: bool) -> None:
@@ -274,8 +285,9 @@ def _finish(engine: RAC, run: Run, report: RecoveryReport) -> RecoveredRun:
     if report.left_live:
         summary = "left live: " + ", ".join(f"#{a.seq} {a.tool}" for a in report.left_live)
     run.log.release()
-    engine.store.update_run(run.run_id, summary=summary)
-    _release(engine, run.run_id, keep_owner=True)
+    run.log.relax(0)
+    # one durable commit: what the batches left unflushed, the summary, the lease released
+    engine.store.update_run(run.run_id, summary=summary, lease_until=RELEASED)
     emit("rac.recovery", level="info" if status is RunStatus.COMPENSATED else "warning",
          run_id=run.run_id, status=str(status), compensated=len(report.compensated),
          left_live=len(report.left_live))
@@ -318,6 +330,14 @@ def _taken(engine: RAC, run_id: str) -> RecoveredRun | None:
     return None
 
 
+def _progress(done: list[RecoveredRun], targets: list[str]) -> None:
+    """Say how far a recovery of several runs got (a ``rac.recovery`` event with
+    ``status="progress"``, ``done`` and ``total``, before each run after the first)."""
+    if done:
+        emit("rac.recovery", status="progress", done=len(done), total=len(targets),
+             run_id=targets[len(done)])
+
+
 def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
             lease_seconds: float = DEFAULT_LEASE_SECONDS, stale_after: float | None = None,
             owner: str | None = None) -> list[RecoveredRun]:
@@ -331,7 +351,9 @@ def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     """
     me = owner or engine.owner
     out: list[RecoveredRun] = []
-    for run_id in _targets(engine, run_ids, stale_after):
+    targets = _targets(engine, run_ids, stale_after)
+    for run_id in targets:
+        _progress(out, targets)
         busy = _taken(engine, run_id) if run_ids is not None else None
         out.append(busy or _recover_one_sync(engine, run_id, UNFINISHED, lease_seconds, me,
                                              retry_dead_letters=False,
@@ -346,7 +368,9 @@ async def arecover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     """Async :func:`recover`; compensations finish even if the task is cancelled."""
     me = owner or engine.owner
     out: list[RecoveredRun] = []
-    for run_id in _targets(engine, run_ids, stale_after):
+    targets = _targets(engine, run_ids, stale_after)
+    for run_id in targets:
+        _progress(out, targets)
         busy = _taken(engine, run_id) if run_ids is not None else None
         out.append(busy or await _recover_one_async(engine, run_id, UNFINISHED, lease_seconds,
                                                     me, retry_dead_letters=False,
@@ -400,7 +424,8 @@ async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LE
     if live_owner is not None:
         try:
             return await drive_async(_retry_flow(engine, run_id, live_owner), engine.clock,
-                                     engine.passthrough)
+                                     engine.passthrough,
+                                     offload=bool(getattr(engine.store, "blocking", True)))
         except Exception as e:  # noqa: BLE001 - reported; the owner keeps its run
             return _retry_failed(run_id, e)
     return await _recover_one_async(engine, run_id, _RESUMABLE, lease_seconds,
@@ -602,14 +627,15 @@ def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = N
     when = dt.datetime.fromtimestamp(engine.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     text = redact_text(f"resolved by {who} at {when}: {note.strip()}")[:2000]
     run = Run.from_log(engine, info, records)
-    with run.lock:
+    with run.lock:  # one durable commit: the record, and the run once nothing is live
+        clear = not any(may_be_live(r) for r in run.log.records.values() if r.seq != seq)
         # compare-and-set on the status checked above: of two operators resolving one record
         # at once, the second is refused (ConflictError), never writes over the first's note
-        run.log.update(run.log.records[seq], status=RecordStatus.RESOLVED, note=text,
-                       expect=rec.status)
-        if not any(may_be_live(r) for r in run.log.records.values()):
-            run.log.set_status(RunStatus.RESOLVED)
-            engine.store.update_run(run_id, summary=redact_text(f"resolved by {who}"))
+        run.log.write(
+            status=RunStatus.RESOLVED if clear else None,
+            updates=[(run.log.records[seq], {"status": RecordStatus.RESOLVED, "note": text})],
+            run_fields={"summary": redact_text(f"resolved by {who}")} if clear else None,
+            expect={seq: rec.status}, durable=True)
     emit("rac.resolve", level="warning", run_id=run_id, seq=seq, tool=rec.tool,
          status="resolved", by=redact_text(who))
     updated = engine.store.get_run(run_id)
@@ -700,7 +726,7 @@ def continue_run(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEA
     return run
 
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "OPERATOR_SEQ_BASE", "UNFINISHED", "Ownership",
+__all__ = ["DEFAULT_LEASE_SECONDS", "FLUSH_EVERY", "OPERATOR_SEQ_BASE", "UNFINISHED", "Ownership",
            "RecoveredRun", "ReplayRun", "arecover", "aresume", "continue_run",
            "find_unfinished", "held", "is_abandoned", "owner_is_dead", "ownership", "rebuild",
            "recover", "resolve", "resume", "unresolvable"]

@@ -257,8 +257,8 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
             refusal = run.batch_refusal(batch, rec.tool)
             if refusal is not None:
                 error = CallRefused(refusal)
-        if refusal is None:  # a refused call never runs: a run that was idle stays as it was
-            run.reopen_if_idle()
+        # a refused call never runs: a run that was idle stays as it was
+        status = run.reopened() if refusal is None else None
         rec.seq = run.next_seq()
         rec.idempotency_key = step_key(run.key_prefix, rec.seq, "action")
         rec.created_at = rec.updated_at = run.engine.clock.now()
@@ -273,7 +273,7 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
         if undo and not rec.compensable:
             undo = {k: v for k, v in undo.items() if k == "snapshot"} or None
         rec.undo = undo
-        run.log.append(rec)
+        run.log.append(rec, status=status)
         if refusal is None:
             run.in_flight.add(rec.seq)
             if intent.needed is not None:

@@ -79,14 +79,14 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
                       status="held")
         return Undo("held", comp.tool, "held for approval")
     with run.lock:
-        run.log.update(rec, status=R.COMPENSATING)
         now = engine.clock.now()
         stored = stored_copy(cargs, engine.max_value_chars)
         crec = Record(run.run_id, run.next_seq(), comp.tool, RecordKind.COMPENSATION,
                       R.PENDING, rec.agent_id, rec.scope, stored, None, None, 1, key, [],
                       rec.seq, None, True, False, None, now, now, "",
                       exact_copy(cargs, stored))
-        run.log.append(crec)
+        # the compensation's intent: durable before the compensator runs, one commit
+        run.log.write(updates=[(rec, {"status": R.COMPENSATING})], appends=[crec])
     return (yield from _call(run, rec, crec, comp, tool, cargs, uncertain=maybe))
 
 
@@ -135,8 +135,9 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
         if got.ok:
             with run.lock:
                 result = stored_copy(got.value, engine.max_value_chars)
-                run.log.update(crec, status=R.COMPLETED, attempts=tries, result=result)
-                run.log.update(rec, status=R.COMPENSATED)
+                run.log.write(updates=[
+                    (crec, {"status": R.COMPLETED, "attempts": tries, "result": result}),
+                    (rec, {"status": R.COMPENSATED})], durable=False)
             return Undo("compensated", comp.tool)
         cls = got.classification
         assert got.error is not None and cls is not None
@@ -155,7 +156,8 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
         if uncertain:
             msg += f" {UNCERTAIN_NOTE}"
         with run.lock:
-            run.log.update(crec, status=R.FAILED, error=error_text(got.error), attempts=tries,
-                           result=stored_copy(got.value, engine.max_value_chars))
-            run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
+            run.log.write(updates=[
+                (crec, {"status": R.FAILED, "error": error_text(got.error), "attempts": tries,
+                        "result": stored_copy(got.value, engine.max_value_chars)}),
+                (rec, {"status": R.COMPENSATION_FAILED, "error": msg})], durable=False)
         return Undo("failed", comp.tool, msg)

@@ -97,7 +97,8 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
         run.in_flight.discard(seq)
         now = engine.clock.now()
         run.log.commit(UpdateRecord(run.run_id, seq, {"status": _COMPLETED, "attempts": 1,
-                                                      "result": stored, "updated_at": now}))
+                                                      "result": stored, "updated_at": now}),
+                       durable=False)  # flushed with the next intent (see RunLog.write)
         rec.status, rec.result, rec.updated_at = _COMPLETED, stored, now
         run.deps.add_result_later(seq, stored, stored_args, fields=registry.produces.get(name))
     return CallOutcome(True, name, seq, result=raw, value=raw)

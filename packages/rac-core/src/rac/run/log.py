@@ -10,6 +10,7 @@ it reaches the log."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rac.errors import LeaseLostError
@@ -53,6 +54,9 @@ class RunLog:
         #: fenced. A run rebuilt from the log without a claim (an operator's dead-letter retry
         #: or resolution beside a live owner) writes unfenced, as the owner's guest.
         self.fenced = False
+        #: see :meth:`relax`
+        self._flush_every = 0
+        self._unflushed = 0
 
     # -- the lease -------------------------------------------------------------------------------
     def take_over(self, owner: str, lease_seconds: float) -> None:
@@ -70,33 +74,116 @@ class RunLog:
         """The run is over in this process (its block closed, or an adapter finished it):
         stop renewing its lease and end it in the log now, so that an operator may act on the
         run at once (a ``needs_attention`` run can be resumed; one an interruption left
-        ``running`` is found by ``rac recover`` on any machine)."""
-        if self.lost is None and self in self.engine.leases.held():
-            self.commit(end=True)
+        ``running`` is found by ``rac recover`` on any machine). Not flushed to disk on its
+        own (see :meth:`write`)."""
+        if self.lost is not None or self not in self.engine.leases.held():
+            return
+        if self.fenced:
+            self.commit(end=True, durable=False)
+        else:
+            self.engine.leases.release(self)
 
-    def commit(self, *changes: Change, end: bool = False) -> None:
+    def relax(self, every: int) -> None:
+        """Batch the flushes to disk: from now on only every ``every``-th commit is durable
+        (recovery of a big run; see :data:`rac.recovery.FLUSH_EVERY`). Each commit still
+        reaches the database at once, so a crash of the process loses nothing; a power cut
+        may lose the commits since the last durable one, which recovery then does again with
+        the same idempotency keys. ``every`` 0: back to the default."""
+        self._flush_every, self._unflushed = every, 0
+
+    def commit(self, *changes: Change, end: bool = False, durable: bool = True) -> None:
         """Write ``changes`` behind this run's fence, in one commit, announcing nothing (the
         callers announce); ``end``: the commit also ends the lease (the run is over in this
-        process). Raises :class:`rac.errors.LeaseLostError` once another process holds the
-        run."""
+        process); ``durable``: flushed to disk before it returns (see :meth:`write`). Raises
+        :class:`rac.errors.LeaseLostError` once another process holds the run."""
         if self.lost is not None:
             raise self.lost
-        leases = self.engine.leases
+        if self._flush_every:
+            self._unflushed += 1
+            durable = self._unflushed >= self._flush_every
+            if durable:
+                self._unflushed = 0
         if not self.fenced:
-            commit(self.engine.store, changes)
+            commit(self.engine.store, changes, durable=durable)
             return
+        leases = self.engine.leases
         until = ENDED if end else leases.until(self.lease_seconds)
-        commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes])
+        commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes],
+               durable=durable)
         if end:
             leases.release(self)
 
+    def write(self, *, status: RunStatus | None = None,
+              updates: Sequence[tuple[Record, dict[str, Any]]] = (),
+              appends: Sequence[Record] = (), durable: bool = True,
+              end: bool = False, run_fields: Mapping[str, Any] | None = None,
+              expect: Mapping[int, RecordStatus] | None = None) -> None:
+        """One step of the run, in one commit: the run's new ``status`` (a legal change; the
+        same status is no change), field ``updates`` of records (a status change must be
+        legal, see :mod:`rac.lifecycle`), new records (``appends``); then this process's copy
+        follows and each change is announced (one structlog event, and the notification
+        hooks), in that order. ``end``: the run is over in this process (see :meth:`end`);
+        ``run_fields``: other fields of the run's row (a summary), in the same commit;
+        ``expect``: seq -> the status a record must still have in the log (compare-and-set,
+        see :class:`rac.stores.changes.UpdateRecord`).
+
+        ``durable``: the commit is flushed to disk before this returns. RAC asks for it where
+        the write-ahead rule needs it, for a step that lets a tool run (a call's intent, a
+        compensation's); every other step (an outcome, a run's status) reaches the database
+        at once, so a crash of the process loses nothing, and is flushed with the next durable
+        commit (the next intent) or when the log is closed. A power cut can lose it: the call
+        is then read as "may have happened" by recovery, never as "did not happen"
+        (docs/reliability.md, "What a power cut can lose")."""
+        previous = self.status
+        if status is previous:
+            status = None
+        if status is not None:
+            check_run(self.run_id, previous, status)
+        now = self.engine.clock.now()
+        changes: list[Change] = []
+        if status is not None or run_fields:
+            row = dict(run_fields or {})
+            if status is not None:
+                row["status"] = status
+            changes.append(UpdateRun(self.run_id, {**row, "updated_at": now}))
+        before: list[RecordStatus] = []
+        for rec, fields in updates:
+            before.append(rec.status)
+            new = fields.get("status")
+            if new is not None:
+                check_record(rec, rec.status, new)
+            fields["updated_at"] = now
+            changes.append(UpdateRecord(self.run_id, rec.seq, fields,
+                                        expect=expect.get(rec.seq) if expect else None))
+        changes.extend(Append(rec) for rec in appends)
+        if not changes:
+            if end:
+                self.end()
+            return
+        self.commit(*changes, end=end, durable=durable)
+        if status is not None:
+            self.status = status
+            if not end and self.fenced:
+                self.engine.leases.hold(self)
+            self._announce_status(status, previous)
+        for (rec, fields), was in zip(updates, before, strict=True):
+            for k, v in fields.items():
+                setattr(rec, k, v)
+            new = fields.get("status")
+            if new is not None and (new is not was or new is RecordStatus.COMPENSATING):
+                self._announce(rec, was)
+        for rec in appends:
+            self.records[rec.seq] = rec
+            self._announce(rec, None)
+
     # -- the run's row -----------------------------------------------------------------------
     def create(self) -> None:
-        """Write the run's row (``running``) and announce it."""
+        """Write the run's row (``running``) and announce it (flushed to disk with the first
+        intent)."""
         now = self.engine.clock.now()
         commit(self.engine.store, [CreateRun(RunInfo(
             self.run_id, self.agent_id, RunStatus.RUNNING, now, now, self.owner,
-            now + self.lease_seconds))])
+            now + self.lease_seconds))], durable=False)
         self.fenced = True
         self.engine.leases.hold(self)
         self.info = info_enabled()
@@ -106,20 +193,14 @@ class RunLog:
             hooks.notify("rac_run_status_changed", run_id=self.run_id,
                          status=RunStatus.RUNNING, previous=None)
 
-    def set_status(self, status: RunStatus, *, end: bool = False) -> None:
-        """Change the run's status (a legal change only; the same status is no change).
-        ``end``: the run is over in this process (see :meth:`end`), in the same commit."""
-        previous = self.status
-        if previous is status:
-            if end:
-                self.end()
-            return
-        check_run(self.run_id, previous, status)
-        self.commit(UpdateRun(self.run_id, {"status": status,
-                                             "updated_at": self.engine.clock.now()}), end=end)
-        self.status = status
-        if not end and self.fenced:
-            self.engine.leases.hold(self)
+    def set_status(self, status: RunStatus, *, end: bool = False,
+                   durable: bool = False) -> None:
+        """Change the run's status (a legal change only; the same status is no change), not
+        flushed to disk on its own unless ``durable`` (see :meth:`write`). ``end``: the run
+        is over in this process (see :meth:`end`), in the same commit."""
+        self.write(status=status, end=end, durable=durable)
+
+    def _announce_status(self, status: RunStatus, previous: RunStatus) -> None:
         attention = status is RunStatus.NEEDS_ATTENTION
         self.event("rac.run", level="warning" if attention else "info", status=str(status),
                    previous=str(previous))
@@ -129,26 +210,20 @@ class RunLog:
                          previous=previous)
 
     # -- records -------------------------------------------------------------------------------
-    def append(self, rec: Record) -> None:
-        """Write a new record (the intent of a call, or a refusal)."""
-        self.commit(Append(rec))
-        self.records[rec.seq] = rec
-        self._announce(rec, None)
+    def append(self, rec: Record, *, status: RunStatus | None = None) -> None:
+        """Write a new record (the intent of a call, or a refusal), flushed to disk before
+        this returns; ``status``: the run's new status, in the same commit (a call that
+        reopens an idle run)."""
+        self.write(status=status, appends=[rec])
 
-    def update(self, rec: Record, *, expect: RecordStatus | None = None, **fields: Any) -> None:
+    def update(self, rec: Record, *, durable: bool = False,
+               expect: RecordStatus | None = None, **fields: Any) -> None:
         """Change fields of a record; a status change must be legal (see
-        :mod:`rac.lifecycle`). ``expect``: only while the log still holds the record with that
+        :mod:`rac.lifecycle`). Not flushed to disk on its own unless ``durable`` (see
+        :meth:`write`). ``expect``: only while the log still holds the record with that
         status (compare-and-set, see :class:`rac.stores.changes.UpdateRecord`)."""
-        previous = rec.status
-        new = fields.get("status")
-        if new is not None:
-            check_record(rec, previous, new)
-        fields["updated_at"] = self.engine.clock.now()
-        self.commit(UpdateRecord(self.run_id, rec.seq, fields, expect=expect))
-        for k, v in fields.items():
-            setattr(rec, k, v)
-        if new is not None and (new is not previous or new is RecordStatus.COMPENSATING):
-            self._announce(rec, previous)
+        self.write(updates=[(rec, fields)], durable=durable,
+                   expect=None if expect is None else {rec.seq: expect})
 
     def _announce(self, rec: Record, previous: RecordStatus | None) -> None:
         bad = rec.status in _BAD

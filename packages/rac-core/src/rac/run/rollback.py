@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from rac.run.run import Run
 
 R = RecordStatus
+#: A rollback of more records than this says how far it got every this many records (a
+#: ``rac.rollback`` event with ``status="progress"``, ``done`` and ``total``).
+PROGRESS_EVERY = 500
 
 
 @dataclass(slots=True)
@@ -61,8 +64,12 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
     #: seq -> what this rollback found out about it (the compensator, an error, a reason)
     notes: dict[int, Undo] = {}
     dependents = dependents_of(plan.order)
+    total = len(plan.order)
     try:
-        for rec in plan.order:
+        for done, rec in enumerate(plan.order):
+            if done and done % PROGRESS_EVERY == 0:
+                run.log.event("rac.rollback", scope=scope, status="progress", done=done,
+                              total=total)
             blockers = [d for d in dependents.get(rec.seq, ()) if d != rec.seq
                         and may_be_live(run.log.records[d], run.in_flight)]
             if blockers:

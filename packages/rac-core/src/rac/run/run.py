@@ -464,11 +464,13 @@ class Run:
         """The next sequence number (call under ``lock``)."""
         return next(self._seq)
 
-    def reopen_if_idle(self) -> None:
-        """A call begins: an idle run (completed, rolled back cleanly, resolved) is running
-        again; ``needs_attention`` stays (call under ``lock``)."""
+    def reopened(self) -> RunStatus | None:
+        """The run's status once a call begins, or None for no change: an idle run
+        (completed, rolled back cleanly, resolved) is running again; ``needs_attention``
+        stays. Written with the call's intent, in its commit (call under ``lock``)."""
         if self.status in _IDLE and not self.doomed:
-            self.log.set_status(S.RUNNING)
+            return S.RUNNING
+        return None
 
     def doom_if_rolling_back(self, rec: Record) -> None:
         """A call that begins while a rollback of its scope is under way is undone when it

@@ -141,11 +141,6 @@ class RunLog:
             check_run(self.run_id, previous, status)
         now = self.engine.clock.now()
         changes: list[Change] = []
-        if status is not None or run_fields:
-            row = dict(run_fields or {})
-            if status is not None:
-                row["status"] = status
-            changes.append(UpdateRun(self.run_id, {**row, "updated_at": now}))
         before: list[RecordStatus] = []
         for rec, fields in updates:
             before.append(rec.status)
@@ -156,6 +151,11 @@ class RunLog:
             changes.append(UpdateRecord(self.run_id, rec.seq, fields,
                                         expect=expect.get(rec.seq) if expect else None))
         changes.extend(Append(rec) for rec in appends)
+        if status is not None or run_fields:  # the run's row last, after what decided it
+            row = dict(run_fields or {})
+            if status is not None:
+                row["status"] = status
+            changes.append(UpdateRun(self.run_id, {**row, "updated_at": now}))
         if not changes:
             if end:
                 self.end()

@@ -23,7 +23,7 @@ from rac.adapters import (
     registry_of,
     route,
 )
-from rac.testing import TravelWorld
+from rac.testing import TravelWorld, abandon_runs
 
 
 def test_engine_from_an_engine_and_keywords_is_refused() -> None:
@@ -241,6 +241,7 @@ def test_recovery_undoes_each_agents_call_through_its_own_tools(tmp_path: Any) -
     for agent, world in (("vendor-a", a), ("vendor-b", b)):
         run.add_tools(world.tools(), agent_id=agent)
         assert run.execute("book_flight", FLIGHT, _through(run, agent), agent_id=agent).ok
+    abandon_runs(crashed)  # killed: its heartbeat stops, its lease runs out
     fresh = rac.RAC(store=url, load_entrypoints=False, compensations=pairs)
     fresh.register_tools(a.tools(), agent_id="vendor-a")
     fresh.register_tools(b.tools(), agent_id="vendor-b")
@@ -249,5 +250,4 @@ def test_recovery_undoes_each_agents_call_through_its_own_tools(tmp_path: Any) -
     for world in (a, b):
         [flight] = world.bookings()
         assert (flight["status"], flight["cancellations"]) == ("cancelled", 1)
-    crashed.store.close()
     fresh.store.close()

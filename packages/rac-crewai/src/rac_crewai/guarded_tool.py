@@ -70,10 +70,10 @@ class RACTool(BaseTool):
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             raise TypeError(f"{self.name} takes keyword arguments only under RAC")
-        # Called outside a kickoff RAC scoped, the call is a run of its own.
+        # Called outside a kickoff RAC scoped, the call is a run of its own; inside one, the
+        # crew's tools are offered as this agent's (the id its calls are recorded with).
         with open_or_join(self._engine, agent_id=self._agent_id,
-                          tools=[as_rac_tool(t) for t in self._peers]
-                          if self._engine.current_run() is None else None) as run:
+                          tools=[as_rac_tool(t) for t in self._peers]) as run:
             return self._call(run, kwargs)
 
     def _call(self, run: rac.Run, args: dict[str, Any]) -> Any:

@@ -96,7 +96,11 @@ class ToolSetCache:
                 self._sets.popitem(last=False)
         return made
 
-    def offer(self, run: Any, tools: Iterable[Any] | None) -> None:
-        """Make ``tools`` callable by ``run`` (for compensations and alternatives)."""
+    def offer(self, run: Any, tools: Iterable[Any] | None, *,
+              agent_id: str | None = None) -> None:
+        """Make ``tools`` callable by ``run`` (for compensations and alternatives), as the
+        tools of ``agent_id``: the agent id the calls are recorded with. Without it, two
+        agents of one run with tools of the same name share one of them, and a call of one is
+        undone through the other's tool (see :meth:`rac.Run.add_tools`)."""
         if tools:
-            run.add_tools(self.tool_set(list(tools)))
+            run.add_tools(self.tool_set(list(tools)), agent_id=agent_id)

@@ -24,11 +24,23 @@ def test_demo_with_the_scripted_model_undoes_the_hotel_through_the_proposed_pair
                                           ["booking_id"]}
     [pair] = data["pairs"]
     assert (pair["tool"], pair["compensator"], pair["args"], pair["status"]) == (
-        "book_hotel", "release_room", {"reservation": "result.booking_id"}, "approved")
+        "book_hotel", "release_room", {"reservation": "result.booking_id"}, "auto")
 
     assert rac_main(["demo", "--llm", "scripted", "--store", url]) == 0
     text = capsys.readouterr().out
     assert "book_hotel HT-102 (via release_room)" in text and "release_room" in text
+
+    # `rac show` names what an unreviewed (policy "auto") pair undid, until someone reviews it
+    assert rac_main(["show", data["run_id"], "--store", url]) == 0
+    text = capsys.readouterr().out
+    assert "#2 book_hotel was undone by a model-proposed pair, not reviewed" in text
+    assert rac_main(["show", data["run_id"], "--store", url, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(u["seq"], u["compensator"]) for u in shown["unreviewed"]] == [(2, "release_room")]
+    assert rac_main(["pairs", "approve", pair["key"], "--store", url, "--by", "dana"]) == 0
+    capsys.readouterr()
+    assert rac_main(["show", data["run_id"], "--store", url]) == 0
+    assert "not reviewed" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("env", "message"), [

@@ -38,7 +38,7 @@ def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
     assert_no_live_effects(world)
     [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
     assert (pair.tool, pair.compensator, pair.status) == ("book_hotel", "void_booking",
-                                                          "approved")
+                                                          "auto")
     assert pair.args == {"reference": "result.booking_id"}
 
 
@@ -235,17 +235,108 @@ async def test_the_resolver_works_in_an_async_run(resolver_engine: Make,
 
 def test_secrets_in_the_call_never_reach_the_model(resolver_engine: Make,
                                                    world: TravelWorld) -> None:
-    spa = rac.Tool("book_spa", call=lambda a: world.book_hotel(guest=a["guest"], city="Spa",
+    spa = rac.Tool("book_hotel_spa", call=lambda a: world.book_hotel(guest=a["guest"], city="Spa",
                                                                nights=1),
                    params=["guest", "api_key"], required=["guest", "api_key"],
-                   description="Book a spa day with the partner's API key.")
+                   description="Book a spa day at the hotel with the partner's API key.")
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"))
     engine.register_tools([spa])
     with engine.run() as run:
-        run.call("book_spa", guest="ann", api_key="sk-live-0123456789abcdef")
+        run.call("book_hotel_spa", guest="ann", api_key="sk-live-0123456789abcdef")
         report = run.rollback()
     assert [u.compensator for u in report.compensated] == ["void_booking"]
     assert_no_live_effects(world)
     assert len(model.prompts) == 2 and '"api_key"' in model.prompts[1]
     assert not any("sk-live-0123456789abcdef" in p for p in model.prompts)
+
+
+def delete_account(world: TravelWorld) -> rac.Tool:
+    """A destructive tool with nothing to do with hotels."""
+    return rac.Tool("delete_account", call=lambda a: {"deleted": a["account_id"]},
+                    params=["account_id"], required=["account_id"],
+                    description="Delete a customer's account and everything in it.")
+
+
+@pytest.mark.parametrize("policy", ["auto", "approve"])
+@pytest.mark.parametrize(("proposed", "reason"), [
+    ("book_car", "itself an action with a declared undo (cancel_car)"),
+    ("delete_account", "destroys something other than the effect of 'book_hotel'"),
+])
+def test_an_action_or_a_destructive_tool_is_never_an_undo(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture,
+        policy: Any, proposed: str, reason: str) -> None:
+    """Issue #27: a model naming book_car (an action with an undo) or delete_account as the
+    undo of book_hotel passed every check; RAC ran it in the rollback and said compensated."""
+    model = ScriptedModel([json.dumps({"compensator": proposed})])
+    engine = resolver_engine(LLMResolver(model, policy=policy),
+                             tools=[*world.tools(), delete_account(world)])
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"] and not report.clean
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    assert any("rac.pair_no_proposal" in r.getMessage() and reason in r.getMessage()
+               for r in caplog.records)
+    assert not [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    # the model was not even offered the tools no undo can be
+    assert '"book_car"' not in model.prompts[0] and '"delete_account"' not in model.prompts[0]
+
+
+@pytest.mark.parametrize(("name", "description", "reason"), [
+    ("refund_payment", "Refund a card payment.", "nothing of ['hotel']"),
+    ("notify_guest", "Tell a hotel guest their booking changed.", "no undoing verb"),
+])
+def test_under_auto_an_undo_must_read_as_this_calls_undo(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture,
+        name: str, description: str, reason: str) -> None:
+    other = rac.Tool(name, call=lambda a: {"ok": True}, params=["reference"],
+                     required=["reference"], description=description)
+    model = ScriptedModel([json.dumps({"compensator": name})])
+    engine = resolver_engine(LLMResolver(model, policy="auto"), tools=[*world.tools(), other])
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = trip_that_fails(engine, world)
+    assert [u.tool for u in report.not_undoable] == ["book_hotel"]
+    assert any(reason in r.getMessage() for r in caplog.records)
+
+
+def test_an_auto_pair_is_used_named_as_unreviewed_and_open_to_a_verdict(
+        resolver_engine: Make, world: TravelWorld, caplog: pytest.LogCaptureFixture) -> None:
+    from rac.resolver.book import decide_pair
+
+    engine = resolver_engine(LLMResolver(ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING]),
+                                         policy="auto"))
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        report = trip_that_fails(engine, world)
+    assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
+    unreviewed = [r.getMessage() for r in caplog.records
+                  if "rac.pair_unreviewed" in r.getMessage()]
+    assert len(unreviewed) == 1 and "not reviewed" in unreviewed[0]
+    [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    decided, previous = decide_pair(pair_book(engine.store), pair.key, "approve", by="dana")
+    assert (previous, decided.status) == ("auto", "approved")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rac"):
+        assert trip_that_fails(engine, world).clean
+    assert not any("rac.pair_unreviewed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("policy", ["auto", "approve"])
+def test_a_mapping_that_reads_a_secret_is_refused(resolver_engine: Make, world: TravelWorld,
+                                                  policy: Any) -> None:
+    """Issue #27: a mapping reading args.api_key into a plainly named parameter stored the
+    secret in clear, and `rac show` printed it."""
+    spa = rac.Tool("book_hotel_spa", call=lambda a: world.book_hotel(guest=a["guest"], city="Spa",
+                                                               nights=1),
+                   params=["guest", "api_key"], required=["guest", "api_key"],
+                   description="Book a spa day at the hotel with the partner's API key.")
+    engine = resolver_engine(LLMResolver(ScriptedModel(
+        [RIGHT_PAIR, json.dumps({"args": {"reference": "args.api_key"}})]), policy=policy))
+    engine.register_tools([spa])
+    with engine.run() as run:
+        run.call("book_hotel_spa", guest="ann", api_key="sk-live-0123456789abcdef")
+        report = run.rollback()
+    [failed] = report.compensation_failed
+    assert "reads 'api_key'" in (failed.error or "") and "a secret" in (failed.error or "")
+    records = engine.store.get_records(run.run_id)
+    assert "sk-live-0123456789abcdef" not in repr([r.to_dict() for r in records])
+    assert not any(p.args for p in pair_book(engine.store).list_pairs() if p.source == "llm")

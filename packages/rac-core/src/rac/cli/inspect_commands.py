@@ -66,15 +66,38 @@ def show(args: argparse.Namespace) -> int:
         raise KeyError(f"no run {args.run_id!r} in {store.url}")
     records = store.get_records(args.run_id)
     flag = contradiction(info, records)
+    unreviewed = _unreviewed(store, records)
     if args.json:
-        print_json(run_json(info.run_id, str(info.status), records))
+        print_json({**run_json(info.run_id, str(info.status), records),
+                    "unreviewed": unreviewed})
     else:
         print(f"run {info.run_id}: {info.status} (agent {info.agent_id})")
         if flag:
             print(f"THE RECORDS CONTRADICT THIS STATUS: {flag}")
         print(records_table(records))
+        for u in unreviewed:
+            print(f"#{u['seq']} {u['tool']} was undone by a model-proposed pair, not reviewed "
+                  f"(via {u['compensator']}; `rac pairs` lists it for a verdict)")
     _warn({info.run_id: flag})
     return 0
+
+
+def _unreviewed(store: Any, records: list[Any]) -> list[dict[str, Any]]:
+    """The compensations of ``records`` that ran through a pair ``policy="auto"`` put in use
+    and no person has reviewed (status ``auto`` in the log's pairs)."""
+    from rac.models import RecordKind
+    from rac.stores import supports
+
+    comps = [r for r in records if r.kind is RecordKind.COMPENSATION]
+    if not comps or not supports(store, "pairs"):
+        return []
+    auto = {(p.tool, p.compensator) for p in store.list_pairs() if p.status == "auto"}
+    if not auto:
+        return []
+    tool_of = {r.seq: r.tool for r in records if r.kind is RecordKind.ACTION}
+    return [{"seq": c.compensates, "tool": tool_of.get(c.compensates), "compensator": c.tool,
+             "status": str(c.status)}
+            for c in comps if (tool_of.get(c.compensates), c.tool) in auto]
 
 
 def _warn(flags: dict[str, str | None]) -> None:

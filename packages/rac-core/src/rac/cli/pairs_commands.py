@@ -107,8 +107,8 @@ def list_pairs(args: argparse.Namespace) -> int:
         known = {p.key for p in pairs}
         pairs += [p for p in declared_pairs(load_engine(args.app, book))
                   if p.key not in known]
-    order = {"proposed": 0, "approved": 1, "recorded": 2, "rejected": 3}
-    pairs.sort(key=lambda p: (order.get(p.status, 4), p.tool, p.compensator))
+    order = {"proposed": 0, "auto": 1, "approved": 2, "recorded": 3, "rejected": 4}
+    pairs.sort(key=lambda p: (order.get(p.status, 5), p.tool, p.compensator))
     if args.json:
         print_json([p.to_dict() for p in pairs])
         return 0

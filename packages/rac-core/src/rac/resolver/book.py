@@ -24,6 +24,9 @@ from rac.tools import Tool
 
 #: Status of a pair: waiting for an operator, in use, refused, or kept without being used.
 PROPOSED, APPROVED, REJECTED, RECORDED = "proposed", "approved", "rejected", "recorded"
+#: Status of a pair in use by ``policy="auto"`` that no person reviewed: used at once, named
+#: in a warning each time it undoes a call, and open to an operator's verdict.
+AUTO = "auto"
 #: Status of a pair declared in code or by an MCP server (listed, never changed by RAC).
 DECLARED = "declared"
 #: Source of a pair a model proposed.
@@ -152,10 +155,10 @@ def decide_pair(book: PairStore, key: str, verdict: str, *, by: str | None = Non
         raise ValueError(f"pair {key!r} comes from {pair.source}, not a model: change it where "
                          "it is declared")
     previous = pair.status
-    if previous != PROPOSED:
+    if previous not in (PROPOSED, AUTO):
         # a verdict is for a pair waiting for one: a stale page never flips another's verdict
         raise ValueError(f"pair {key!r} is {previous} already ({pair.note or 'no note'}); "
-                         "only a proposed pair takes a verdict")
+                         "only a proposed (or auto) pair takes a verdict")
     pair.status = APPROVED if verdict == "approve" else REJECTED
     pair.updated_at = time.time() if now is None else now
     why = f": {note.strip()}" if note and note.strip() else ""

@@ -34,6 +34,7 @@ from rac.models import PairRecord, RecordKind
 from rac.registry import Compensation
 from rac.resolver.book import (
     APPROVED,
+    AUTO,
     DECLARED,
     LLM,
     PROPOSED,
@@ -47,8 +48,15 @@ from rac.resolver.book import (
     tools_hash,
 )
 from rac.resolver.chat import ChatModel, PromptFn, ask, prompt_fn
+from rac.resolver.fitness import unfit
 from rac.resolver.prompts import compensator_prompt, mapping_prompt
-from rac.resolver.validate import NoProposal, compensator_of, mapping_of, parse_answer
+from rac.resolver.validate import (
+    NoProposal,
+    compensator_of,
+    mapping_of,
+    parse_answer,
+    secret_path,
+)
 from rac.stores import PairStore
 
 if TYPE_CHECKING:
@@ -59,7 +67,7 @@ if TYPE_CHECKING:
 #: What happens to a new proposal: used at once, held until an operator approves it, or only
 #: recorded (listed by ``rac pairs``, never used).
 Policy = Literal["auto", "approve", "record"]
-_STATUS_OF_POLICY: dict[str, str] = {"auto": APPROVED, "approve": PROPOSED, "record": RECORDED}
+_STATUS_OF_POLICY: dict[str, str] = {"auto": AUTO, "approve": PROPOSED, "record": RECORDED}
 
 
 @dataclass
@@ -164,6 +172,14 @@ class LLMResolver:
             return False
         if pair is None or pair.source != LLM or pair.status == APPROVED:
             return None
+        if pair.status == AUTO:
+            # used at once, as policy "auto" asks, but named: nobody reviewed this pair
+            emit("rac.pair_unreviewed", level="warning", tool=record.tool, key=key,
+                 status=AUTO, seq=record.seq, run_id=record.run_id,
+                 compensator=compensation.tool,
+                 error="undone by a model-proposed pair, not reviewed (`rac pairs approve` "
+                       "or `rac pairs reject` it)")
+            return None
         emit("rac.pair_held", level="warning", tool=record.tool, key=key, status="held",
              seq=record.seq, run_id=record.run_id, pair_status=pair.status)
         return False
@@ -213,6 +229,11 @@ class LLMResolver:
             if pair.schema_hash == current or (subject is None and pair.compensator in tools):
                 # (a process that does not offer the tool itself, such as a recovery, cannot
                 # tell whether its schema changed: the stored pair stands)
+                why = None if pair.status == APPROVED else unfit(
+                    engine, tool, pair.compensator, tools, auto=pair.status == AUTO)
+                if why is not None:  # a person's approval stands; nothing else unchecked
+                    self._no_proposal(tool, f"stored pair {pair.key}: {why}")
+                    return None, True
                 emit("rac.pair_reused", tool=tool, key=pair.key, status=pair.status,
                      compensator=pair.compensator)
                 return _usable(pair), True
@@ -221,13 +242,20 @@ class LLMResolver:
             return None, True
         candidates = {n: t for n, t in tools.items()
                       if n != tool and n not in engine.registry.read_only}
-        answer = ask(self._ask, compensator_prompt(subject, tool, candidates),
+        # the model is shown only tools that could be an undo at all
+        offered = {n: t for n, t in candidates.items()
+                   if unfit(engine, tool, n, tools, auto=False) is None}
+        answer = ask(self._ask, compensator_prompt(subject, tool, offered),
                      timeout=self.timeout, clock=engine.clock)
         try:
             if answer.text is None:
                 raise NoProposal(answer.reason or "no answer")
             name = compensator_of(parse_answer(answer.text), tool, candidates,
                                   engine.registry.read_only)
+            why = None if name is None else unfit(engine, tool, name, tools,
+                                                   auto=self.policy == "auto")
+            if why is not None:
+                raise NoProposal(f"the model proposed {name!r}: {why}")
         except NoProposal as e:
             self._no_proposal(tool, str(e))
             return None, True
@@ -302,7 +330,7 @@ class LLMResolver:
                                   source=LLM, status=status, schema_hash=digest,
                                   note="mapping proposed by the model for a declared pair",
                                   created_at=now)
-            elif pair.status == APPROVED and status != APPROVED:
+            elif pair.status in (APPROVED, AUTO) and status != pair.status:
                 pair.status = status  # the operator approved it without this mapping
                 pair.note = "mapping proposed after the pair was approved: approve it again"
             pair.args = mapping
@@ -320,6 +348,13 @@ class LLMResolver:
         if pair.status in (REJECTED, RECORDED):
             raise CompensationMappingError(
                 f"{first}; the stored mapping {pair.key} is {pair.status}, not in use")
+        if pair.status != APPROVED:  # a person's approval stands; nothing else unchecked
+            for param, path in pair.args.items():
+                secret = secret_path(path)
+                if secret is not None:
+                    raise CompensationMappingError(
+                        f"{first}; the stored mapping {pair.key} reads {secret!r} ({param} <- "
+                        f"{path}), a secret: refused")
         return map_arguments(Compensation(tool=pair.compensator, args=dict(pair.args)),
                              tool=record.tool, args=args, result=result, params=tool.params,
                              required=tool.required, idempotency_key=idempotency_key)
@@ -354,7 +389,7 @@ def _usable(pair: PairRecord) -> Compensation | None:
     """The compensation a stored pair stands for: approved and proposed pairs make the call
     compensable (a proposed one is held at rollback until approved); rejected and recorded
     ones do not."""
-    if pair.status not in (APPROVED, PROPOSED):
+    if pair.status not in (APPROVED, AUTO, PROPOSED):
         return None
     return Compensation(tool=pair.compensator, args=dict(pair.args) if pair.args else None)
 

@@ -91,6 +91,11 @@ def mapping_of(answer: Mapping[str, Any], compensator: Tool, args: Mapping[str, 
         raise NoProposal(f"required parameter(s) {missing} of {compensator.name!r} are not "
                          "mapped")
     for param, path in spec.items():
+        secret = secret_path(path)
+        if secret is not None:
+            raise NoProposal(f"parameter {param!r} -> {path!r} reads {secret!r}, a secret: "
+                             "RAC never hands a secret to a compensator through a mapping "
+                             "nobody wrote (it would be stored in clear under a plain name)")
         try:
             parse_path(path, tool=compensator.name, param=param)
             value = resolve_path(path, args, result, tool=compensator.name, param=param)
@@ -101,6 +106,17 @@ def mapping_of(answer: Mapping[str, Any], compensator: Tool, args: Mapping[str, 
             raise NoProposal(f"parameter {param!r} -> {path!r} is a {type(value).__name__}, "
                              f"but {compensator.name!r} takes {wanted!r}")
     return dict(spec)
+
+
+def secret_path(path: str) -> str | None:
+    """The secret-named field ``path`` reads (``args.api_key``, ``result.auth.token``), or
+    None."""
+    from rac.serialize import is_secret_key
+
+    for part in re.split(r"[.\[\]]+", path):
+        if part and not part.isdigit() and is_secret_key(part):
+            return part
+    return None
 
 
 def _has_type(value: Any, wanted: Any) -> bool:

@@ -58,7 +58,7 @@ def runs(args: argparse.Namespace) -> int:
 def show(args: argparse.Namespace) -> int:
     """Show one run."""
     from rac.cli.main import print_json
-    from rac.cli.render import contradiction, records_table, run_json
+    from rac.cli.render import contradiction, records_table, run_json, unreviewed_undos
 
     store = open_log(args)
     info = store.get_run(args.run_id)
@@ -66,10 +66,14 @@ def show(args: argparse.Namespace) -> int:
         raise KeyError(f"no run {args.run_id!r} in {store.url}")
     records = store.get_records(args.run_id)
     flag = contradiction(info, records)
-    unreviewed = _unreviewed(store, records)
+    from rac.models import RecordKind
+    from rac.stores import supports
+
+    pairs = store.list_pairs() if supports(store, "pairs") and any(
+        r.kind is RecordKind.COMPENSATION for r in records) else []
+    unreviewed = unreviewed_undos(records, pairs)
     if args.json:
-        print_json({**run_json(info.run_id, str(info.status), records),
-                    "unreviewed": unreviewed})
+        print_json(run_json(info.run_id, str(info.status), records, pairs))
     else:
         print(f"run {info.run_id}: {info.status} (agent {info.agent_id})")
         if flag:
@@ -80,24 +84,6 @@ def show(args: argparse.Namespace) -> int:
                   f"(via {u['compensator']}; `rac pairs` lists it for a verdict)")
     _warn({info.run_id: flag})
     return 0
-
-
-def _unreviewed(store: Any, records: list[Any]) -> list[dict[str, Any]]:
-    """The compensations of ``records`` that ran through a pair ``policy="auto"`` put in use
-    and no person has reviewed (status ``auto`` in the log's pairs)."""
-    from rac.models import RecordKind
-    from rac.stores import supports
-
-    comps = [r for r in records if r.kind is RecordKind.COMPENSATION]
-    if not comps or not supports(store, "pairs"):
-        return []
-    auto = {(p.tool, p.compensator) for p in store.list_pairs() if p.status == "auto"}
-    if not auto:
-        return []
-    tool_of = {r.seq: r.tool for r in records if r.kind is RecordKind.ACTION}
-    return [{"seq": c.compensates, "tool": tool_of.get(c.compensates), "compensator": c.tool,
-             "status": str(c.status)}
-            for c in comps if (tool_of.get(c.compensates), c.tool) in auto]
 
 
 def _warn(flags: dict[str, str | None]) -> None:

@@ -59,7 +59,7 @@ def _demo_with_llm(plain: Any) -> Any:
 
         result, pairs = run_llm_demo(args.llm, fail=args.fail, store=store_url(args))
         if args.json:
-            obj = run_json(result.run_id, str(result.status), result.records)
+            obj = run_json(result.run_id, str(result.status), result.records, pairs)
             obj["world"] = result.world
             obj["pairs"] = [p.to_dict() for p in pairs]
             print_json(obj)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rac.lifecycle import NEEDS_A_PERSON, may_be_live, uncertain
-from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
+from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 
 R = RecordStatus
 
@@ -42,11 +42,27 @@ def record_json(r: Record) -> dict[str, Any]:
             "compensates": r.compensates, "agent_id": r.agent_id}
 
 
-def run_json(run_id: str, status: str, records: Sequence[Record]) -> dict[str, Any]:
+def run_json(run_id: str, status: str, records: Sequence[Record],
+             pairs: Sequence[PairRecord] = ()) -> dict[str, Any]:
     """The JSON object ``rac show --json`` prints (``contradicted``: see
-    :func:`contradiction`)."""
+    :func:`contradiction`; ``unreviewed``: :func:`unreviewed_undos` of the log's ``pairs``)."""
     return {"run_id": run_id, "status": status, "records": [record_json(r) for r in records],
-            "contradicted": contradiction(status, records)}
+            "contradicted": contradiction(status, records),
+            "unreviewed": unreviewed_undos(records, pairs)}
+
+
+def unreviewed_undos(records: Sequence[Record], pairs: Sequence[PairRecord]
+                     ) -> list[dict[str, Any]]:
+    """The compensations of ``records`` that ran through a pair ``policy="auto"`` put in use
+    and no person has reviewed (status ``auto`` among ``pairs``)."""
+    auto = {(p.tool, p.compensator) for p in pairs if p.status == "auto"}
+    if not auto:
+        return []
+    tool_of = {r.seq: r.tool for r in records if r.kind is RecordKind.ACTION}
+    return [{"seq": c.compensates, "tool": tool_of.get(c.compensates or 0),
+             "compensator": c.tool, "status": str(c.status)}
+            for c in records if c.kind is RecordKind.COMPENSATION
+            and (tool_of.get(c.compensates or 0), c.tool) in auto]
 
 
 #: Run statuses that say nothing of the run is left for a person.

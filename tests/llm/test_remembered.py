@@ -19,7 +19,7 @@ from rac.resolver import LLMResolver, ScriptedModel
 from rac.stores import SQLiteStore
 from rac.testing import TravelWorld, abandon_runs, assert_no_live_effects
 
-from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
+from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails, void_booking
 
 Make = Callable[..., rac.RAC]
 
@@ -196,3 +196,43 @@ def test_rac_pairs_lists_the_apps_declared_pairs_with_their_source(
     assert {(p["tool"], p["compensator"], p["source"], p["status"]) for p in json.loads(out)} == {
         ("book_flight", "cancel_flight", "code", "declared"),
         ("book_hotel", "cancel_hotel", "mcp:travel", "declared")}
+
+
+def test_an_approval_lapses_when_the_compensator_changes(
+        resolver_engine: Make, world: TravelWorld, log_url: str) -> None:
+    """Issue #27: an approval stored for a compensator was applied after that compensator's
+    schema changed. A recoverer that does not offer the original tool (it cannot hash it)
+    still checks the compensator's own fingerprint, which the pair keeps."""
+    from rac.resolver import pair_book
+    from rac.resolver.book import decide_pair
+
+    model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
+    engine = resolver_engine(LLMResolver(model, policy="approve"), store=log_url)
+    assert [u.compensator for u in trip_that_fails(engine, world).held] == ["void_booking"]
+    [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
+    decide_pair(pair_book(engine.store), pair.key, "approve", by="dana")
+    world.cancel_hotel(booking_id=world.live()[0]["booking_id"])  # settled by hand
+    runs = []
+    for guest in ("bob", "eve"):  # two processes book a hotel each, then die
+        worker = resolver_engine(LLMResolver(None), store=log_url)
+        run = worker.run()
+        run.start()
+        run.call("book_hotel", guest=guest, city="Paris", nights=1)
+        runs.append(run.run_id)
+        abandon_runs(worker)
+    others = [t for t in world.tools() if t.__name__ != "book_hotel"]
+    same = resolver_engine(LLMResolver(None), store=log_url, tools=[*others,
+                                                                    void_booking(world)])
+    [outcome] = same.recover([runs[0]])
+    assert outcome.outcome == "compensated", outcome  # the approval holds as given
+    # void_booking has changed since it was approved: it now takes a number
+    changed = rac.Tool(
+        "void_booking", call=lambda a: world.cancel_hotel(booking_id=str(a["reference"])),
+        params={"type": "object", "properties": {"reference": {"type": "integer"}},
+                "required": ["reference"]},
+        description="Void a hotel booking, given its reference.")
+    recoverer = resolver_engine(LLMResolver(None), store=log_url, tools=[*others, changed])
+    [outcome] = recoverer.recover([runs[1]])
+    assert outcome.outcome != "compensated" and outcome.report is not None, outcome
+    assert [u.tool for u in outcome.report.left_live] == ["book_hotel"]
+    assert [b["who"] for b in world.live()] == ["eve"]

@@ -92,6 +92,12 @@ class Hooks:
             and impls.get("rac_attempt_finished") == []
             and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
             and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
+        #: True when a plugin beyond the defaults answers an approval hook: such an answer
+        #: may wait for a person, so the async entry points ask it on a worker thread, never
+        #: on the event loop (see :attr:`rac.Run.offloads`).
+        approve = impls.get("rac_approve_compensation")
+        self.asks_people = (impls.get("rac_approve_action") != []
+                            or not _only(approve, "rac.default.approve"))
 
     def listened(self, name: str) -> bool:
         """True if any plugin implements the notification hook ``name`` (RAC skips building

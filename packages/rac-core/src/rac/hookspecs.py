@@ -104,7 +104,8 @@ def rac_approve_action(engine: RAC, run: Run, tool: str, args: dict[str, Any]) -
         untouched, with nothing written. There is no default implementation.
 
     First result. Called once per call of such a tool, before its intent is written. A plugin
-    that raises: no answer (the call is refused as waiting for approval).
+    that raises: no answer (the call is refused as waiting for approval). In an async run it is
+    called on a worker thread, never on the event loop, so it may wait for a person.
     """
 
 
@@ -169,7 +170,9 @@ def rac_approve_compensation(
         default approves.
 
     First result. Called once per compensation, after its arguments are mapped. A plugin that
-    raises: no answer (the default approves).
+    raises holds the compensation (fail closed: never taken for "no answer", which the default
+    would approve); the report and the record's note name the error. In an async run it is
+    called on a worker thread, never on the event loop.
     """
 
 

@@ -97,6 +97,36 @@ def tools_hash(tool: str, tool_obj: Tool | None, compensator: str,
                        compensator_obj.schema if compensator_obj is not None else None)
 
 
+def compensator_fingerprint(compensator: str, compensator_obj: Tool | None) -> str:
+    """A short hash of the compensator alone (name and schema): what an approval was given
+    for, so that it lapses when the compensator changes, even in a process that does not
+    offer the original tool (and so cannot compute :func:`tools_hash`)."""
+    schema = compensator_obj.schema if compensator_obj is not None else None
+    text = json.dumps([compensator, schema], sort_keys=True, default=str,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pair_digest(tool: str, tool_obj: Tool | None, compensator: str,
+                compensator_obj: Tool | None) -> str:
+    """What a pair record keeps as ``schema_hash``: :func:`tools_hash` of both tools, then
+    ``/`` and the :func:`compensator_fingerprint`."""
+    return (f"{tools_hash(tool, tool_obj, compensator, compensator_obj)}/"
+            f"{compensator_fingerprint(compensator, compensator_obj)}")
+
+
+def digest_matches(stored: str, tool: str, tool_obj: Tool | None, compensator: str,
+                   compensator_obj: Tool | None) -> bool:
+    """True if a pair stored with ``stored`` (its ``schema_hash``) was made for these tools as
+    they are now. A process that does not offer ``tool`` itself checks the compensator alone;
+    a pair stored without a compensator fingerprint (an older log) then does not match."""
+    full, _, fingerprint = stored.partition("/")
+    if tool_obj is None:
+        return compensator_obj is not None and bool(fingerprint) and \
+            fingerprint == compensator_fingerprint(compensator, compensator_obj)
+    return full == tools_hash(tool, tool_obj, compensator, compensator_obj)
+
+
 def pair_key(tool: str, compensator: str, digest: str) -> str:
     """The key of a pair: ``tool->compensator@`` and the first 12 hex digits of its hash."""
     return f"{tool}->{compensator}@{digest[:12]}"

@@ -40,12 +40,13 @@ from rac.resolver.book import (
     PROPOSED,
     RECORDED,
     REJECTED,
+    digest_matches,
     find_pair,
     pair_book,
+    pair_digest,
     pair_key,
     pairs_of,
     save_pair,
-    tools_hash,
 )
 from rac.resolver.chat import ChatModel, PromptFn, ask, prompt_fn
 from rac.resolver.fitness import unfit
@@ -158,14 +159,23 @@ class LLMResolver:
         if declared is not None and declared.args is not None:
             return None  # declared with its mapping: nothing of ours is in it
         tools = _tools_of(engine)
-        digest = tools_hash(record.tool, tools.get(record.tool), compensation.tool,
+        digest = pair_digest(record.tool, tools.get(record.tool), compensation.tool,
                             tools.get(compensation.tool))
         key = pair_key(record.tool, compensation.tool, digest)
         book = pair_book(engine.store)
         try:
             pair = book.get_pair(key)
             if pair is None and record.tool not in tools:
-                pair = _newest_usable(pairs_of(book, record.tool), compensation.tool)
+                stored = pairs_of(book, record.tool)
+                pair = _newest_usable(stored, compensation.tool, tools)
+                if pair is None and _newest_usable(stored, compensation.tool) is not None:
+                    # a model's pair for these tools, approved for a compensator that has
+                    # changed since: the approval lapsed
+                    emit("rac.pair_held", level="warning", tool=record.tool, key=key,
+                         status="held", seq=record.seq, run_id=record.run_id,
+                         error=f"the schema of {compensation.tool} changed since its pair "
+                               "was approved: the approval lapsed")
+                    return False
         except Exception as e:  # noqa: BLE001 - unknown verdict: hold, never run unapproved
             emit("rac.pair_held", level="warning", tool=record.tool, key=key, status="held",
                  error=f"cannot read the pair's approval: {type(e).__name__}: {e}")
@@ -225,10 +235,11 @@ class LLMResolver:
         for pair in sorted(stored, key=lambda p: -p.updated_at):
             if pair.source != LLM:
                 continue
-            current = tools_hash(tool, subject, pair.compensator, tools.get(pair.compensator))
-            if pair.schema_hash == current or (subject is None and pair.compensator in tools):
+            if digest_matches(pair.schema_hash, tool, subject, pair.compensator,
+                              tools.get(pair.compensator)):
                 # (a process that does not offer the tool itself, such as a recovery, cannot
-                # tell whether its schema changed: the stored pair stands)
+                # tell whether its schema changed: the compensator's, part of what was
+                # approved, must be unchanged)
                 why = None if pair.status == APPROVED else unfit(
                     engine, tool, pair.compensator, tools, auto=pair.status == AUTO)
                 if why is not None:  # a person's approval stands; nothing else unchecked
@@ -263,7 +274,7 @@ class LLMResolver:
             self._no_proposal(tool, "the model says no tool undoes it")
             return None, True
         now = engine.clock.now()
-        digest = tools_hash(tool, subject, name, tools.get(name))
+        digest = pair_digest(tool, subject, name, tools.get(name))
         pair = PairRecord(key=pair_key(tool, name, digest), tool=tool, compensator=name,
                           args={}, source=LLM, status=_STATUS_OF_POLICY[self.policy],
                           schema_hash=digest, note=f"proposed by the model (policy "
@@ -300,7 +311,7 @@ class LLMResolver:
              args: dict[str, Any], result: Any, idempotency_key: str,
              first: CompensationMappingError) -> dict[str, Any]:
         tools = _tools_of(engine)
-        digest = tools_hash(record.tool, tools.get(record.tool), compensation.tool, tool)
+        digest = pair_digest(record.tool, tools.get(record.tool), compensation.tool, tool)
         key = pair_key(record.tool, compensation.tool, digest)
         book = pair_book(engine.store)
         state = self._synced(engine)
@@ -371,7 +382,7 @@ def declared_pairs(engine: RAC) -> list[PairRecord]:
     now = engine.clock.now()
     out = []
     for tool, comp in registry.pairs.items():
-        digest = tools_hash(tool, tools.get(tool), comp.tool, tools.get(comp.tool))
+        digest = pair_digest(tool, tools.get(tool), comp.tool, tools.get(comp.tool))
         args = dict(comp.args) if isinstance(comp.args, Mapping) else {}
         mcp_tool = from_mcp.get(tool)
         server = getattr(mcp_tool, "server", None)
@@ -400,12 +411,17 @@ def _pair_for(book: PairStore, key: str, tool: str, compensator: str,
     (its schema, part of the key, is unknown), the newest LLM pair of the two tools."""
     pair = book.get_pair(key)
     if pair is None and tool not in tools:
-        pair = _newest_usable(pairs_of(book, tool), compensator)
+        pair = _newest_usable(pairs_of(book, tool), compensator, tools)
     return pair
 
 
-def _newest_usable(pairs: list[PairRecord], compensator: str) -> PairRecord | None:
-    mine = [p for p in pairs if p.source == LLM and p.compensator == compensator]
+def _newest_usable(pairs: list[PairRecord], compensator: str,
+                   tools: Mapping[str, Tool] | None = None) -> PairRecord | None:
+    """The newest model pair of ``compensator`` among ``pairs``; with ``tools``, only one
+    made for the compensator as it is now (see :func:`rac.resolver.book.digest_matches`)."""
+    mine = [p for p in pairs if p.source == LLM and p.compensator == compensator
+            and (tools is None or digest_matches(p.schema_hash, p.tool, None, compensator,
+                                                 tools.get(compensator)))]
     return max(mine, key=lambda p: p.updated_at) if mine else None
 
 

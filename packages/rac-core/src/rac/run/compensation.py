@@ -62,8 +62,6 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
                 f"compensating tool {comp.tool!r} is not available to this run: register it "
                 f"with rac.RAC(tools=[...]) or give it to the agent")
         cargs = _map(run, rec, comp, tool, key)
-        approved = engine.hooks.first("rac_approve_compensation", engine=engine, record=rec,
-                                      compensation=comp, args=cargs)
     except Exception as e:  # noqa: BLE001 - recorded as a dead letter, the rollback goes on
         msg = str(e) if isinstance(e, CompensationMappingError) else (
             f"preparing {comp.tool} failed: {type(e).__name__}: {error_text(e)}")
@@ -72,12 +70,23 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         with run.lock:
             run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
         return Undo("failed", comp.tool, msg)
+    raised = None
+    try:
+        # fail closed: an approval plugin that raises holds the compensation (it is never
+        # taken for "no answer", which the default would approve)
+        approved = engine.hooks.first("rac_approve_compensation", propagate=(Exception,),
+                                      engine=engine, record=rec, compensation=comp, args=cargs)
+    except Exception as e:  # noqa: BLE001 - held and named, the rollback goes on
+        approved = False
+        raised = f"the approval hook raised {type(e).__name__}: {error_text(e)}"
     if approved is False:
+        why = "held for approval" if raised is None else f"{raised}; held for approval"
         with run.lock:
-            run.log.update(rec, note=f"compensation via {comp.tool} held for approval")
+            run.log.update(rec, note=f"compensation via {comp.tool}"
+                                     f"{' ' if raised is None else ': '}{why}")
         run.log.event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
-                      status="held")
-        return Undo("held", comp.tool, "held for approval")
+                      status="held", error=raised)
+        return Undo("held", comp.tool, why)
     with run.lock:
         now = engine.clock.now()
         stored = stored_copy(cargs, engine.max_value_chars)

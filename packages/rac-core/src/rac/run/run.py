@@ -195,9 +195,10 @@ class Run:
 
     @property
     def offloads(self) -> bool:
-        """True when the log's writes block (a disk, a server): the async entry points make
-        them on a worker thread, so the event loop never waits on the log."""
-        return bool(getattr(self.engine.store, "blocking", True))
+        """True when the log's writes block (a disk, a server), or a plugin answers an
+        approval hook (a person may take minutes): the async entry points make them on a
+        worker thread, so the event loop never waits on the log or on a person."""
+        return bool(getattr(self.engine.store, "blocking", True)) or self.engine.hooks.asks_people
 
     async def _off_loop(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` (which writes to the log) on a worker thread when the log blocks."""

@@ -369,14 +369,16 @@ class RAC:
 
     # -- crash recovery (rac.recovery) ----------------------------------------------------------
     def recover(self, run_ids: Iterable[str] | None = None, *, lease_seconds: float = 300.0,
-                stale_after: float | None = None) -> list[Any]:
+                stale_after: float | None = None,
+                progress: Callable[[int, int, str], None] | None = None) -> list[Any]:
         """Recover runs left unfinished by a dead process: claim each (one recoverer per run)
         and compensate everything it completed, in-doubt calls included. Returns a
-        :class:`rac.recovery.RecoveredRun` per run. See :func:`rac.recovery.recover`."""
+        :class:`rac.recovery.RecoveredRun` per run; ``progress`` is called after each (done,
+        total, what). See :func:`rac.recovery.recover`."""
         from rac.recovery import recover
 
         return list(recover(self, run_ids, lease_seconds=lease_seconds,
-                            stale_after=stale_after))
+                            stale_after=stale_after, progress=progress))
 
     async def arecover(self, run_ids: Iterable[str] | None = None, *,
                        lease_seconds: float = 300.0,
@@ -400,6 +402,22 @@ class RAC:
         from rac.recovery import resolve
 
         return resolve(self, run_id, seq, note=note, by=by)
+
+    def undo(self, run_id: str, *, why: str = "", by: str | None = None,
+             preview: bool = False, unchecked: bool = False) -> Any:
+        """Undo a completed run later, on request: each effect is checked against the live
+        world first (its lookup or before-image); what drifted since the run is named and left
+        alone. Returns a :class:`rac.undo.Undone`. See :func:`rac.undo.undo`."""
+        from rac.undo import undo
+
+        return undo(self, run_id, why=why, by=by, preview=preview, unchecked=unchecked)
+
+    async def aundo(self, run_id: str, *, why: str = "", by: str | None = None,
+                    preview: bool = False, unchecked: bool = False) -> Any:
+        """Async :meth:`undo`."""
+        from rac.undo import aundo
+
+        return await aundo(self, run_id, why=why, by=by, preview=preview, unchecked=unchecked)
 
     async def aresume(self, run_id: str) -> Any:
         """Async :meth:`resume`."""

@@ -4,7 +4,7 @@ its own."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rac.lifecycle import in_scope, may_be_live
@@ -36,17 +36,20 @@ REQUEUED = frozenset({R.COMPENSATING, R.COMPENSATION_FAILED})
 
 def plan_rollback(records: Iterable[Record], scope: str, *, running: Collection[int] = (),
                   claimed: Collection[int] = (),
-                  statuses: Collection[RecordStatus] = UNDOABLE) -> RollbackPlan:
+                  statuses: Collection[RecordStatus] = UNDOABLE,
+                  keep: Mapping[int, str] | None = None) -> RollbackPlan:
     """Plan the rollback of ``scope`` over a run's ``records``.
 
     A candidate is an action of the scope with side effects, whose status is in ``statuses``,
     that is not running (``running``: the seqs of calls under way) and not being undone by
     another rollback (``claimed``). A candidate that a record outside the scope depends on,
     while that record may still be live, is kept and named instead (undoing it would pull the
-    ground from under the live one).
+    ground from under the live one). ``keep`` names candidates the caller leaves alone
+    (seq -> the reason; :func:`rac.undo.undo` keeps the effects that drifted since the run):
+    they are kept and named the same way.
     """
     recs = [r for r in records if r.kind is RecordKind.ACTION]
-    plan = RollbackPlan()
+    plan = RollbackPlan(kept=dict(keep or {}))
     candidates: list[Record] = []
     for r in recs:
         if r.read_only or not in_scope(r.scope, scope):

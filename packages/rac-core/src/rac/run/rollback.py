@@ -4,7 +4,7 @@ so nothing that may still be in the world can be left out of it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from rac.run.compensation import Undo, compensate, undo_sources
 from rac.run.planning import UNDOABLE, plan_rollback
 from rac.run.reconcile import ABSENT, settle
 from rac.run.values import error_text
+from rac.serialize import redact_text
 
 if TYPE_CHECKING:
     from rac.run.run import Run
@@ -42,16 +43,18 @@ class Failure:
 
 def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None = None,
                   alternatives: list[AttemptedAlternative] | None = None,
-                  statuses: Collection[RecordStatus] = UNDOABLE) -> Flow[RecoveryReport]:
+                  statuses: Collection[RecordStatus] = UNDOABLE,
+                  keep: Mapping[int, str] | None = None) -> Flow[RecoveryReport]:
     """Roll back ``scope``; ``statuses`` are the record statuses it takes up (recovery and
-    resume add interrupted compensations and dead letters)."""
+    resume add interrupted compensations and dead letters); ``keep``: records to leave alone,
+    seq -> why (named in the report as kept)."""
     engine = run.engine
     with run.lock:
         run.log.set_status(run.log.status.__class__.COMPENSATING)
         run.active_rollbacks.append(scope)
         run.rollbacks_started += 1
         plan = plan_rollback(run.log.records.values(), scope, running=run.in_flight,
-                             claimed=run.claimed, statuses=statuses)
+                             claimed=run.claimed, statuses=statuses, keep=keep)
         claimed = [r.seq for r in plan.order]
         run.claimed.update(claimed)
         for r in plan.running:
@@ -95,7 +98,7 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
                                        unsettled=set(run.doomed) | run.claimed)
         report = _report(run, scope, reason, failure, alternatives or [], plan.kept, notes,
                          status, [r.seq for r in plan.order])
-        run.log.set_status(status)
+        run.log.set_status(status, also={"report": redact_text(engine.render(report))[:8000]})
         run.deps.forget([s for s, n in notes.items() if n.outcome == "compensated"])
     run.last_report = report
     run.log.event("rac.rollback", level="info" if report.clean else "warning", scope=scope,

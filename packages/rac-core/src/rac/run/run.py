@@ -449,16 +449,18 @@ class Run:
                                  offload=self.offloads)
 
     def rollback_flow(self, scope: str, *, reason: str,
-                      requeue: Iterable[RecordStatus] = ()) -> Flow[RecoveryReport]:
+                      requeue: Iterable[RecordStatus] = (),
+                      keep: Mapping[int, str] | None = None) -> Flow[RecoveryReport]:
         """The rollback of ``scope`` as a flow for a driver (recovery uses it). ``requeue``
         adds statuses it takes up again: ``compensating`` (a compensation a crash
-        interrupted), ``compensation_failed`` (dead letters, for ``rac resume``)."""
+        interrupted), ``compensation_failed`` (dead letters, for ``rac resume``). ``keep``:
+        records to leave alone, seq -> why (:mod:`rac.undo` keeps what drifted)."""
         from rac.run.rollback import rollback_flow
 
         extra = frozenset(requeue)
         if not extra <= REQUEUED:
             raise ValueError(f"only {sorted(REQUEUED)} can be requeued, got {sorted(extra)}")
-        return rollback_flow(self, scope, reason=reason, statuses=UNDOABLE | extra)
+        return rollback_flow(self, scope, reason=reason, statuses=UNDOABLE | extra, keep=keep)
 
     # -- shared state, for the modules of rac.run ----------------------------------------------
     def next_seq(self) -> int:

@@ -261,3 +261,36 @@ def test_run_ids_with_a_slash_and_an_ipv6_loopback_host(log: Log) -> None:
     assert "thread-7/turn-2" in c.get("/runs/thread-7/turn-2").text
     assert c.get("/runs", headers={"host": "[::1]:8765"}).status_code == 200
     assert c.get("/runs", headers={"host": "[::1]"}).status_code == 200
+
+
+def test_a_completed_run_is_previewed_then_undone_from_its_page(log: Log) -> None:
+    """Issue 31's undo later, in the UI: the preview changes nothing and names what cannot be
+    checked; the undo with the box ticked cancels the flight and the run is compensated, who
+    and why kept on its row."""
+    c = signed_in(client(log))
+    page = c.get(f"/runs/{log.completed}").text
+    assert "Undo this run" in page and "rac undo" in page
+    csrf = csrf_of(page)
+    seen = c.post(f"/runs/{log.completed}/undo",
+                  data={"by": "ann", "csrf": csrf, "mode": "preview"})
+    assert seen.status_code == 200 and "id=undo-preview" in seen.text
+    assert "cannot be checked: left alone" in seen.text
+    assert [b["kind"] for b in log.world.live()].count("flight") == 1
+    assert log.engine.store.get_run(log.completed).status is RunStatus.COMPLETED
+
+    no_why = c.post(f"/runs/{log.completed}/undo", data={"by": "ann", "csrf": csrf,
+                                                         "mode": "undo"})
+    assert no_why.status_code == 400
+    done = c.post(f"/runs/{log.completed}/undo",
+                  data={"by": "ann", "csrf": csrf, "mode": "undo", "unchecked": "1",
+                        "note": "booked the wrong trip"})
+    assert done.status_code == 303, done.text
+    info = log.engine.store.get_run(log.completed)
+    assert info.status is RunStatus.COMPENSATED
+    assert "undone by ann" in (info.summary or "") and "wrong trip" in (info.summary or "")
+    assert "flight" not in [b["kind"] for b in log.world.live()]
+    after = c.get(done.headers["location"]).text
+    assert "1 undone, 0 left alone; the run is compensated" in after
+    again = c.post(f"/runs/{log.completed}/undo",
+                   data={"by": "ann", "csrf": csrf, "mode": "undo", "note": "x"})
+    assert again.status_code == 409 and "only a completed run" in again.text

@@ -148,11 +148,14 @@ class RunInfo:
     owner: str | None = None
     lease_until: float = 0.0
     summary: str | None = None
+    #: The text of the run's last rollback report as the agent reads it (redacted): what it
+    #: was told when a call of the run failed, or what recovery or an undo reported.
+    report: str | None = None
 
     def copy(self) -> RunInfo:
         """A copy that can be changed without touching the original."""
         return RunInfo(self.run_id, self.agent_id, self.status, self.created_at, self.updated_at,
-                       self.owner, self.lease_until, self.summary)
+                       self.owner, self.lease_until, self.summary, self.report)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as a JSON-safe dict."""

@@ -32,7 +32,7 @@ def demo(args: argparse.Namespace) -> int:
     """Run the demo and print the log and the world."""
     from rac.cli.logs import store_url
     from rac.cli.main import print_json
-    from rac.cli.render import records_table, run_json, table
+    from rac.cli.render import records_table, table
 
     if args.mcp:
         _need_mcp()
@@ -44,9 +44,9 @@ def demo(args: argparse.Namespace) -> int:
 
         result = run_demo(fail=args.fail, store=store_url(args))
     if args.json:
-        obj = run_json(result.run_id, str(result.status), result.records)
-        obj["world"] = result.world
-        print_json(obj)
+        from rac.cli.logs import shown_run
+
+        print_json(shown_run(store_url(args), result))
         return 0
     print(f"run {result.run_id}: {result.status}\n")
     if result.learned:

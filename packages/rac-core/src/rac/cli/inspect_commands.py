@@ -33,7 +33,11 @@ def register(sub: Any) -> None:
                                    "is never shown.")
     s.add_argument("run_id")
     add_store_options(s)
-    s.add_argument("--json", action="store_true", help="print JSON")
+    out = s.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON")
+    out.add_argument("--html", action="store_true",
+                     help="print the run as one self-contained HTML file (the timeline rac ui "
+                          "draws), to attach to a ticket: rac show RUN --html > run.html")
     s.set_defaults(handler=show)
 
 
@@ -58,7 +62,8 @@ def runs(args: argparse.Namespace) -> int:
 def show(args: argparse.Namespace) -> int:
     """Show one run."""
     from rac.cli.main import print_json
-    from rac.cli.render import contradiction, records_table, run_json, unreviewed_undos
+    from rac.cli.render import (contradiction, next_step, records_table, run_json,
+                                unreviewed_undos)
 
     store = open_log(args)
     info = store.get_run(args.run_id)
@@ -73,15 +78,28 @@ def show(args: argparse.Namespace) -> int:
         r.kind is RecordKind.COMPENSATION for r in records) else []
     unreviewed = unreviewed_undos(records, pairs)
     if args.json:
-        print_json(run_json(info.run_id, str(info.status), records, pairs))
+        print_json(run_json(info.run_id, str(info.status), records, pairs, info=info))
+    elif args.html:
+        from rac.ui.static import run_document
+
+        print(run_document(info, records))
     else:
-        print(f"run {info.run_id}: {info.status} (agent {info.agent_id})")
+        import datetime as dt
+
+        started = dt.datetime.fromtimestamp(info.created_at).strftime("%Y-%m-%d %H:%M:%S")
+        print(f"run {info.run_id}: {info.status} (agent {info.agent_id}, started {started})")
+        if info.summary:
+            print(f"  {info.summary}")
         if flag:
             print(f"THE RECORDS CONTRADICT THIS STATUS: {flag}")
         print(records_table(records))
         for u in unreviewed:
             print(f"#{u['seq']} {u['tool']} was undone by a model-proposed pair, not reviewed "
                   f"(via {u['compensator']}; `rac pairs` lists it for a verdict)")
+        if info.report:
+            print("\nwhat the agent was told:")
+            print("\n".join(f"  {line}" for line in info.report.splitlines()))
+        print(f"\nnext step: {next_step(info, records)}")
     _warn({info.run_id: flag})
     return 0
 

@@ -34,6 +34,26 @@ def store_url(args: argparse.Namespace) -> str:
     return given or os.environ.get("RAC_STORE") or DEFAULT_STORE_URL
 
 
+def shown_run(url: str, result: Any, pairs: Any = ()) -> dict[str, Any]:
+    """What ``rac demo --json`` prints for the demo's ``result``: the ``rac show --json``
+    object of the run (read from the log at ``url``; a memory log is gone once the demo ends,
+    so only its records are shown) plus ``"world"``."""
+    from rac.cli.render import run_json
+    from rac.stores import open_store
+
+    info = None
+    if not url.startswith("memory"):
+        store = open_store(url, read_only=True)
+        try:
+            info = store.get_run(result.run_id)
+        finally:
+            store.close()
+    obj = run_json(result.run_id, str(result.status), result.records, pairs, info=info)
+    world = result.world
+    obj["world"] = world
+    return obj
+
+
 def open_log(args: argparse.Namespace, *, write: bool = False, url: str | None = None) -> Any:
     """The log the command names, opened read-only; ``write``: opened for writing, once the
     read-only open showed that it exists and that this RAC may write to it."""

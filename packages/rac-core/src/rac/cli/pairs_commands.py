@@ -54,13 +54,14 @@ def _demo_with_llm(plain: Any) -> Any:
             raise ValueError("--llm cannot be combined with --crash-at or --recover")
         from rac.cli.logs import store_url
         from rac.cli.main import print_json
-        from rac.cli.render import records_table, run_json, table
+        from rac.cli.render import records_table, table
         from rac.resolver.demo import run_llm_demo
 
         result, pairs = run_llm_demo(args.llm, fail=args.fail, store=store_url(args))
         if args.json:
-            obj = run_json(result.run_id, str(result.status), result.records, pairs)
-            obj["world"] = result.world
+            from rac.cli.logs import shown_run
+
+            obj = shown_run(store_url(args), result, pairs)
             obj["pairs"] = [p.to_dict() for p in pairs]
             print_json(obj)
             return 0

@@ -28,7 +28,9 @@ def terminal_progress(desc: str, unit: str = "item") -> Progress | None:
 
     def update(done: int, total: int, what: str) -> None:
         if not bar:
-            bar.append(tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False))
+            # every item is drawn (items are runs and points: seconds each, not microseconds)
+            bar.append(tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
+                            mininterval=0))
         bar[0].set_postfix_str(what[:40])
         bar[0].update(1)
         if done >= total:

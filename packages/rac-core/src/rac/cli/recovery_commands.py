@@ -119,8 +119,11 @@ def recover(args: argparse.Namespace) -> int:
     """``rac recover``: exit 0 when every run was recovered clean, 1 otherwise."""
     spec = app_spec(args)
     if spec is not None:
+        from rac.cli.progress import terminal_progress
+
         engine = _engine(args, spec)
-        outcomes = engine.recover(args.run_ids, stale_after=args.stale_after)
+        outcomes = engine.recover(args.run_ids, stale_after=args.stale_after,
+                                  progress=terminal_progress("rac recover", "run"))
     else:
         outcomes = _recover_demo_runs(args)
     _print_outcomes(outcomes, args.json)
@@ -180,7 +183,6 @@ def _recover_demo_runs(args: argparse.Namespace) -> list[Any]:
 def _demo_with_crashes(plain: Any) -> Any:
     def handler(args: argparse.Namespace) -> int:
         from rac.cli.main import print_json, say
-        from rac.cli.render import run_json
 
         if args.crash_at == "list":
             from rac.demo.crash import CRASH_POINTS
@@ -197,9 +199,9 @@ def _demo_with_crashes(plain: Any) -> Any:
             except LookupError as e:
                 raise CLIError(str(e)) from e
             if args.json:
-                obj = run_json(result.run_id, str(result.status), result.records)
-                obj["world"] = result.world
-                print_json(obj)
+                from rac.cli.logs import shown_run
+
+                print_json(shown_run(url, result))
             else:
                 finished = bool(result.agent_saw) and \
                     result.agent_saw[0].startswith("nothing left to recover")

@@ -39,17 +39,66 @@ def record_json(r: Record) -> dict[str, Any]:
     return {"seq": r.seq, "tool": r.tool, "kind": str(r.kind), "status": str(r.status),
             "happened": did, "why": why or None, "effect": r.effect or None,
             "args": r.args, "result": r.result, "error": r.error, "attempts": r.attempts,
-            "compensates": r.compensates, "agent_id": r.agent_id}
+            "compensates": r.compensates, "alternative_of": r.alternative_of,
+            "depends_on": list(r.depends_on), "agent_id": r.agent_id, "scope": r.scope,
+            "written_at": r.created_at, "changed_at": r.updated_at}
 
 
 def run_json(run_id: str, status: str, records: Sequence[Record],
-             pairs: Sequence[PairRecord] = ()) -> dict[str, Any]:
+             pairs: Sequence[PairRecord] = (), *, info: RunInfo | None = None) -> dict[str, Any]:
     """The JSON object ``rac show --json`` prints (``contradicted``: see
-    :func:`contradiction`; ``unreviewed``: :func:`unreviewed_undos` of the log's ``pairs``)."""
-    return {"run_id": run_id, "status": status, "records": [record_json(r) for r in records],
-            "contradicted": contradiction(status, records),
-            "unreviewed": unreviewed_undos(records, pairs)}
+    :func:`contradiction`; ``unreviewed``: :func:`unreviewed_undos` of the log's ``pairs``;
+    with the run's ``info``, ``report``: what the agent was told, and ``next_step``: what an
+    operator can do, see :func:`next_step`)."""
+    out: dict[str, Any] = {"run_id": run_id, "status": status,
+                           "records": [record_json(r) for r in records],
+                           "contradicted": contradiction(status, records),
+                           "unreviewed": unreviewed_undos(records, pairs)}
+    if info is not None:
+        out.update(agent_id=info.agent_id, started_at=info.created_at,
+                   changed_at=info.updated_at, owner=info.owner, summary=info.summary,
+                   report=info.report, next_step=next_step(info, records))
+    return out
 
+
+def next_step(info: RunInfo, records: Sequence[Record], *,
+              resume: str = "`rac resume RUN --app ...`",
+              resolve: str = "record it with `rac resolve RUN SEQ --note ...`") -> str:
+    """What an operator can do next with run ``info``, in words (``rac show``, ``rac ui``);
+    ``resume`` and ``resolve`` say how to retry an undo and settle an effect where the text
+    is read."""
+    resume = resume.replace("RUN", info.run_id)
+    resolve = resolve.replace("RUN", info.run_id)
+    if info.status is RunStatus.NEEDS_ATTENTION:
+        live = [r for r in records if may_be_live(r)]
+        return (f"{len(live)} effect(s) may still be live. Check each in its own system: once "
+                f"undone or accepted by hand, {resolve}; once the cause of a failed undo is "
+                f"fixed, retry the undo ({resume}).")
+    if info.status in (RunStatus.RUNNING, RunStatus.COMPENSATING):
+        return ("The run is unfinished. If its process is gone, `rac recover --app ...` "
+                "finishes it (a live owner's run is left alone).")
+    if info.status is RunStatus.COMPLETED:
+        return ("Completed: nothing needs a person. If it should not have happened, `rac undo "
+                f"{info.run_id} --preview --app ...` checks each effect against the world and "
+                "says what undoing it would do.")
+    return f"{info.status}: nothing needs a person."
+
+
+def _when(at: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(at).strftime("%H:%M:%S.%f")[:-3] if at else ""
+
+
+def _links(r: Record) -> str:
+    rel = []
+    if r.compensates is not None:
+        rel.append(f"undoes #{r.compensates}")
+    if r.alternative_of is not None:
+        rel.append(f"instead of #{r.alternative_of}")
+    if r.depends_on:
+        rel.append("needs " + ",".join(f"#{d}" for d in r.depends_on))
+    return "; ".join(rel)
 
 def unreviewed_undos(records: Sequence[Record], pairs: Sequence[PairRecord]
                      ) -> list[dict[str, Any]]:
@@ -109,11 +158,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def records_table(records: Sequence[Record]) -> str:
     """The log of one run as a table."""
     rows = [(r.seq, r.kind, r.tool, r.status, happened(r)[0], r.attempts,
-             "" if r.compensates is None else f"#{r.compensates}",
+             _when(r.created_at), _when(r.updated_at), _links(r),
              _short(r.args, 38), _short(happened(r)[1] or r.error or r.result, 44))
             for r in records]
-    return table(["seq", "kind", "tool", "status", "happened", "tries", "undoes", "args",
-                  "result / why"], rows)
+    return table(["seq", "kind", "tool", "status", "happened", "tries", "written", "changed",
+                  "links", "args", "result / why"], rows)
 
 
 def runs_table(runs: Sequence[RunInfo], flags: dict[str, str | None] | None = None) -> str:

@@ -20,7 +20,7 @@ RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope"
                   "alternative_of", "compensable", "read_only", "note", "created_at",
                   "updated_at", "effect", "undo", "call_id"]
 RUN_COLUMNS = ["run_id", "agent_id", "status", "created_at", "updated_at", "owner",
-               "lease_until", "summary"]
+               "lease_until", "summary", "report"]
 PAIR_COLUMNS = ["key", "tool", "compensator", "args", "source", "status", "schema_hash",
                 "note", "created_at", "updated_at"]
 #: Record columns stored as JSON text (not a native JSON type: values come back exactly as

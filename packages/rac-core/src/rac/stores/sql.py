@@ -160,6 +160,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     (5, """
     CREATE INDEX IF NOT EXISTS {p}runs_created ON {p}runs(created_at, run_id)
     """),
+    # The text of the run's last rollback report, as the agent reads it (RunInfo.report):
+    # what ``rac show`` and ``rac ui`` say the agent was told.
+    (6, """
+    ALTER TABLE {p}runs ADD COLUMN report TEXT
+    """),
 ]
 
 #: The newest schema version this RAC knows; a log with a newer one is refused.

@@ -323,6 +323,18 @@ class StoreConformance(CommitStoreConformance, PairStoreConformance, RunQueryCon
                               lease_until=0.0, summary="s")
         assert isinstance(got.status, RunStatus)
 
+    def test_a_runs_report_text_is_kept(self, store: Store) -> None:
+        """The rollback's report, as the agent reads it, survives the store (``rac show``
+        says what the agent was told from it)."""
+        rid = _rid()
+        store.create_run(RunInfo(rid, created_at=1.0, updated_at=1.0))
+        assert store.get_run(rid).report is None  # type: ignore[union-attr]
+        text = "RAC: book_car failed (permanent: no cars).\nUndone, newest first: ... é"
+        store.update_run(rid, status=RunStatus.COMPENSATING, updated_at=2.0)
+        store.update_run(rid, status=RunStatus.COMPENSATED, report=text, updated_at=3.0)
+        got = store.get_run(rid)
+        assert got is not None and (got.status, got.report) == (RunStatus.COMPENSATED, text)
+
     def test_duplicate_run_is_a_conflict(self, store: Store) -> None:
         rid = _rid()
         store.create_run(RunInfo(rid, "first", created_at=1.0, updated_at=1.0))

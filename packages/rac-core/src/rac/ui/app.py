@@ -266,6 +266,39 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
         emit("rac.ui", run_id=run_id, status="resumed", outcome=outcome.outcome, by=by)
         return _done(ui, back, f"resumed by {by}: {outcome.outcome}", by)
 
+    async def undo(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        back = f"/runs/{quote(run_id)}"
+        form = await request.form()
+        by, note = str(form.get("by") or "").strip(), str(form.get("note") or "").strip()
+        preview = str(form.get("mode") or "") == "preview"
+        unchecked = str(form.get("unchecked") or "") == "1"
+        if ui.engine is None:
+            return ui.fail(request, 409, "No engine", "Undoing runs your lookups and "
+                                                      "compensators: start rac ui with --app "
+                                                      "MODULE:ENGINE.", back)
+        if not by or (not preview and not note):
+            return ui.fail(request, 400, "Say who and why",
+                           "An undo needs your name and a note saying why.", back)
+        info = ui.store.get_run(run_id)
+        if info is None:
+            return ui.fail(request, 404, "No such run", f"No run {run_id!r} in the log.",
+                           "/runs")
+        try:
+            done = await ui.engine.aundo(run_id, why=note, by=by, preview=preview,
+                                         unchecked=unchecked)
+        except KeyError as e:
+            return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
+        except RACError as e:
+            return ui.fail(request, 409, "Not undone", str(e), back)
+        if preview:
+            return ui.html(pages.run_page(info, ui.store.get_records(run_id), ui.viewer(request),
+                                          preview=done))
+        undone = len(done.report.compensated) if done.report is not None else 0
+        emit("rac.ui", run_id=run_id, status="undone", outcome=str(done.status), by=by)
+        return _done(ui, back, f"undo by {by}: {undone} undone, {len(done.conflicts)} left "
+                               f"alone; the run is {done.status}", by)
+
     async def decide(request: Request) -> Response:
         from rac.resolver.book import decide_pair, pair_book
 
@@ -296,6 +329,8 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
             Route("/runs/{run_id:path}/resolve", _guarded(ui, resolve, action=True),
                   methods=["POST"]),
             Route("/runs/{run_id:path}/resume", _guarded(ui, resume, action=True),
+                  methods=["POST"]),
+            Route("/runs/{run_id:path}/undo", _guarded(ui, undo, action=True),
                   methods=["POST"]),
             Route("/pairs/{key}/{verdict:str}", _guarded(ui, decide, action=True),
                   methods=["POST"]),

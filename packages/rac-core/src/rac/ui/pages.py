@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from rac.cli.render import happened
+from rac.cli.render import next_step as plain_next_step
 from rac.lifecycle import may_be_live
 from rac.models import PairRecord, Record, RecordKind, RunInfo, RunStatus
 from rac.ui.timeline import timeline_svg
@@ -168,18 +169,10 @@ def live_records(records: Sequence[Record]) -> list[Record]:
 
 def next_step(info: RunInfo, records: Sequence[Record], viewer: Viewer) -> str:
     """What an operator can do next with this run, in words."""
-    live = live_records(records)
-    if info.status is RunStatus.NEEDS_ATTENTION:
-        how = "resume it here" if viewer.has_engine else "start rac ui with --app to resume"
-        return (f"{len(live)} effect(s) may still be live. Check each in its own system: once "
-                "undone or accepted by hand, resolve it with a note; once the cause of a failed "
-                f"undo is fixed, retry the undo ({how}, or `rac resume {info.run_id} --app ...`).")
-    if info.status in (RunStatus.RUNNING, RunStatus.COMPENSATING):
-        return ("The run is unfinished. If its process is gone, `rac recover --app ...` finishes "
-                "it (a live owner's run is left alone).")
-    if info.status is RunStatus.COMPLETED:
-        return "Completed: nothing needs a person."
-    return f"{info.status}: nothing needs a person."
+    how = "resume it here, or `rac resume RUN --app ...`" if viewer.has_engine else \
+        "start rac ui with --app to resume here, or `rac resume RUN --app ...`"
+    return plain_next_step(info, records, resume=how,
+                           resolve="resolve it with a note (here, or `rac resolve RUN SEQ`)")
 
 
 def _live_box(info: RunInfo, live: Sequence[Record], viewer: Viewer) -> str:
@@ -204,8 +197,35 @@ def _live_box(info: RunInfo, live: Sequence[Record], viewer: Viewer) -> str:
     return (f"<div class=live><h2>Still live</h2><ul>{''.join(items)}</ul>{resume}</div>")
 
 
+_VERDICT_WORDS = {"undo": "would be undone", "conflict": "CONFLICT: left alone",
+                  "unchecked": "cannot be checked: left alone", "not_undoable": "cannot be undone"}
+
+
+def _undo_box(info: RunInfo, viewer: Viewer, preview: Any) -> str:
+    """For a completed run: undo it later, on request (``rac undo``), a preview first."""
+    if info.status is not RunStatus.COMPLETED or not (viewer.can_act and viewer.has_engine):
+        return ""
+    seen = ""
+    if preview is not None:
+        lines = "".join(f"<li>#{i.seq} <b>{escape(i.tool)}</b>: "
+                        f"{escape(_VERDICT_WORDS.get(i.verdict, i.verdict))} "
+                        f"({escape(i.reason)})</li>" for i in preview.items)
+        seen = (f"<div class=notice id=undo-preview><b>Preview</b> (nothing was changed):"
+                f"<ul>{lines or '<li>nothing of it had an effect</li>'}</ul></div>")
+    return (f"<div><h2>Undo this run</h2>{seen}<form method=post "
+            f"action='/runs/{escape(info.run_id)}/undo'>{_csrf(viewer)}{_who(viewer)} "
+            "<input type=text name=note placeholder='why (kept in the log)' size=30> "
+            "<label><input type=checkbox name=unchecked value=1> also what cannot be checked"
+            "</label> <button id=undo-preview-button name=mode value=preview>preview</button> "
+            "<button id=undo-button name=mode value=undo>undo</button></form>"
+            "<p class=muted>Each effect is checked against the live world first (its lookup "
+            "or before-image); what changed or is gone since the run is named and left "
+            "alone.</p></div>")
+
+
 def run_page(info: RunInfo, records: Sequence[Record], viewer: Viewer, *,
-             notice: str | None = None, told: str | None = None) -> str:
+             notice: str | None = None, told: str | None = None,
+             preview: Any = None) -> str:
     """One run: its state, what may still be live (with the actions that settle it), the
     timeline, every record, and what the agent was told."""
     head = (f"<h1 class=mono>{escape(info.run_id)} {badge(info.status)}</h1>"
@@ -234,10 +254,11 @@ def run_page(info: RunInfo, records: Sequence[Record], viewer: Viewer, *,
     table = ("<table><tr><th>seq</th><th>kind</th><th>tool</th><th>status</th><th>happened</th>"
              "<th>tries</th><th>written</th><th>changed</th><th>links</th><th>args</th>"
              f"<th>result / why</th></tr>{''.join(rows)}</table>")
+    told = told if told is not None else info.report
     told_box = f"<h2>What the agent was told</h2><div class=told>{escape(told)}</div>" \
         if told else ""
     body = (head + flash + step + _live_box(info, live_records(records), viewer)
-            + f"<h2>Timeline</h2>{timeline_svg(records)}" + told_box
+            + _undo_box(info, viewer, preview) + f"<h2>Timeline</h2>{timeline_svg(records)}" + told_box
             + f"<h2>Records</h2>{table}")
     return layout(info.run_id, body, viewer, live=True)
 

@@ -340,7 +340,8 @@ def _progress(done: list[RecoveredRun], targets: list[str]) -> None:
 
 def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
             lease_seconds: float = DEFAULT_LEASE_SECONDS, stale_after: float | None = None,
-            owner: str | None = None) -> list[RecoveredRun]:
+            owner: str | None = None,
+            progress: Callable[[int, int, str], None] | None = None) -> list[RecoveredRun]:
     """Recover abandoned runs: claim each and compensate everything it may have done.
 
     ``run_ids`` names runs to recover even if their owner cannot be told to be gone (it runs
@@ -352,12 +353,14 @@ def recover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     me = owner or engine.owner
     out: list[RecoveredRun] = []
     targets = _targets(engine, run_ids, stale_after)
-    for run_id in targets:
+    for run_id in targets:  # ``progress``: (runs done, runs to do, "RUN_ID: outcome")
         _progress(out, targets)
         busy = _taken(engine, run_id) if run_ids is not None else None
         out.append(busy or _recover_one_sync(engine, run_id, UNFINISHED, lease_seconds, me,
                                              retry_dead_letters=False,
                                              reason=_RECOVER_REASON))
+        if progress is not None:
+            progress(len(out), len(targets), f"{run_id}: {out[-1].outcome}")
     return out
 
 

@@ -7,6 +7,8 @@
 #   make bench       the quick benchmark (scratch results); make bench-full regenerates the figures
 #   make docs        builds the docs site into site/; make docs-serve serves it on 127.0.0.1:8000
 UV := .tools/bin/uv
+# The uv that wrote uv.lock: a newer one may rewrite the lock format or resolve differently.
+UV_VERSION := 0.13.9
 # Every package of the workspace and every dependency group (frameworks, benchmark, docs).
 SYNC_STAMP := .venv/.rac-synced
 # The core alone, for the demo; kept (not removed) when the full sync is there too.
@@ -20,8 +22,8 @@ LOCKED := $(UV) pyproject.toml uv.lock packages/*/pyproject.toml
 # pip installs into it, or, where python3 has no pip module, the venv's own.
 $(UV):
 	python3 -m venv --without-pip .tools
-	python3 -m pip --python .tools/bin/python install --quiet --disable-pip-version-check uv \
-	  || { python3 -m venv .tools && .tools/bin/python -m pip install --quiet --disable-pip-version-check uv; }
+	python3 -m pip --python .tools/bin/python install --quiet --disable-pip-version-check "uv==$(UV_VERSION)" \
+	  || { python3 -m venv .tools && .tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; }
 
 $(SYNC_STAMP): $(LOCKED)
 	$(UV) sync --all-packages --all-groups --frozen

@@ -62,8 +62,7 @@ def runs(args: argparse.Namespace) -> int:
 def show(args: argparse.Namespace) -> int:
     """Show one run."""
     from rac.cli.main import print_json
-    from rac.cli.render import (contradiction, next_step, records_table, run_json,
-                                unreviewed_undos)
+    from rac.cli.render import contradiction, next_step, records_table, run_json, unreviewed_undos
 
     store = open_log(args)
     info = store.get_run(args.run_id)

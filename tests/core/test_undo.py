@@ -7,6 +7,7 @@ its log, with who and why."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,18 @@ def test_undo_async(make_engine: Any, world: TravelWorld) -> None:
     done = asyncio.run(engine.aundo(run_id, why="wrong trip", unchecked=True))
 
     assert done.status is RunStatus.COMPENSATED and world.live() == []
+
+
+def test_a_completed_run_whose_records_say_otherwise_is_refused(
+        make_engine: Any, world: TravelWorld, tmp_path: Path) -> None:
+    """A completed run with a call whose outcome is unknown (a store edited by hand, an old
+    bug): the undo would compensate it unchecked and unlisted, so it is refused."""
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    engine = checked_engine(make_engine, world, store=url)
+    run_id, *_ = book_trip(engine)
+    with sqlite3.connect(tmp_path / "log.db") as db:  # by hand: every store refuses it
+        db.execute("UPDATE records SET status='in_doubt' WHERE run_id=? AND seq=2",
+                   (run_id,))
+    with pytest.raises(rac.RACError, match="records say otherwise"):
+        engine.undo(run_id, why="wrong trip", unchecked=True)
+    assert len(world.live()) == 2

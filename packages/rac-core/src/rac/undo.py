@@ -237,6 +237,13 @@ def _start(engine: RAC, run_id: str, *, why: str, by: str | None, preview: bool,
                        "(a run that failed was rolled back already; `rac show` says what is "
                        "left of it, `rac resume` and `rac resolve` settle it)")
     records = engine.store.get_records(run_id)
+    from rac.cli.render import contradiction
+
+    odd = contradiction(info, records)
+    if odd is not None:  # a call in doubt or a dead letter: not what "completed" promises
+        raise RACError(f"run {run_id} cannot be undone as a completed run: its records say "
+                       f"otherwise ({odd}); `rac show {run_id}` names them, and `rac resume` "
+                       "or `rac resolve` settles them first")
     who = redact_text(by or getpass.getuser())
     when = dt.datetime.fromtimestamp(engine.clock.now(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     reason = redact_text(f"undo asked by {who}: {why.strip()}")[:500]

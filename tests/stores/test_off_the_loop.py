@@ -87,3 +87,32 @@ async def test_the_loop_keeps_ticking_while_the_log_syncs(tmp_path: Path,
     assert disk.waited >= (6 if fail_hotel else 4)  # the run, the intents, outcomes, the undo
     assert ticks >= disk.waited
     assert [b["kind"] for b in world.live()] == ([] if fail_hotel else ["flight", "hotel"])
+
+
+async def test_an_async_adapter_finishing_its_run_after_each_call_never_blocks_the_loop(
+        tmp_path: Path) -> None:
+    """LangGraph's and Semantic Kernel's async adapters finish the run after every call:
+    ``afinish`` (and ``arelease``) write the log off the loop too."""
+    world = TravelWorld()
+    store = SQLiteStore(tmp_path / "log.db")
+    disk = SlowDisk(store)
+    engine = rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+                     tools=world.tools(), store=store, clock=VirtualClock(),
+                     load_entrypoints=False)
+    stop = asyncio.Event()
+    ticking = asyncio.create_task(disk.ticker(stop))
+    run = engine.run()
+    try:
+        for city in ("Paris", "Rome"):
+            outcome = await run.aexecute(
+                "book_hotel", {"guest": "ann", "city": city, "nights": 1},
+                lambda name, a: run.tool(name).ainvoke(a))  # type: ignore[union-attr]
+            assert outcome.ok
+            assert await run.afinish()
+        await run.arelease()
+    finally:
+        stop.set()
+        await ticking
+    store.close()
+    assert disk.blocked == []
+    assert disk.waited >= 5  # the run, two intents, two outcomes, two finishes

@@ -63,12 +63,12 @@ DEFAULT_LEASE_SECONDS = 300.0
 #: letter pick the same number, and the store's refusal of a duplicate ``(run_id, seq)`` is
 #: their claim: exactly one of them goes on.
 OPERATOR_SEQ_BASE = 1_000_000_000
-#: Recovery flushes the log to disk once every this many commits, and when it finishes with a
-#: run (see :meth:`rac.run.log.RunLog.relax`): a crashed run of 10,000 records is not 10,000
-#: fsyncs. Each commit reaches the database at once (a crash of the recovering process loses
-#: nothing); a power cut may lose up to this many, which the next recovery does again with the
-#: same idempotency keys (a compensator is idempotent: recovery already requires it).
-FLUSH_EVERY = 200
+#: Recovery writes the steps of a run's rollback this many at a time, in one durable commit,
+#: and what is left when it finishes with the run (see :meth:`rac.run.log.RunLog.relax`): a
+#: crashed run of 10,000 records is not 20,000 commits. A crash of the recovering process
+#: loses at most this many compensations' records, which the next recovery runs again with
+#: the same idempotency keys (as it already does for one a crash interrupted).
+FLUSH_EVERY = 1000
 
 
 @dataclass
@@ -285,8 +285,8 @@ def _finish(engine: RAC, run: Run, report: RecoveryReport) -> RecoveredRun:
     if report.left_live:
         summary = "left live: " + ", ".join(f"#{a.seq} {a.tool}" for a in report.left_live)
     run.log.release()
-    run.log.relax(0)
-    # one durable commit: what the batches left unflushed, the summary, the lease released
+    run.log.relax(0)  # what the last batch holds, in one durable commit
+    # then the summary and the lease released
     engine.store.update_run(run.run_id, summary=summary, lease_until=RELEASED)
     emit("rac.recovery", level="info" if status is RunStatus.COMPENSATED else "warning",
          run_id=run.run_id, status=str(status), compensated=len(report.compensated),

@@ -18,7 +18,16 @@ from rac.events import info_enabled, run_logger
 from rac.leases import ENDED
 from rac.lifecycle import check_record, check_run
 from rac.models import Record, RecordStatus, RunInfo, RunStatus
-from rac.stores.changes import Append, Change, CreateRun, Fence, UpdateRecord, UpdateRun, commit
+from rac.stores.changes import (
+    Append,
+    Change,
+    CreateRun,
+    Fence,
+    UpdateRecord,
+    UpdateRun,
+    coalesce,
+    commit,
+)
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -54,9 +63,10 @@ class RunLog:
         #: fenced. A run rebuilt from the log without a claim (an operator's dead-letter retry
         #: or resolution beside a live owner) writes unfenced, as the owner's guest.
         self.fenced = False
-        #: see :meth:`relax`
+        #: see :meth:`relax`: how many steps a commit holds, the changes held, their steps
         self._flush_every = 0
-        self._unflushed = 0
+        self._held: list[Change] = []
+        self._steps = 0
 
     # -- the lease -------------------------------------------------------------------------------
     def take_over(self, owner: str, lease_seconds: float) -> None:
@@ -64,6 +74,7 @@ class RunLog:
         with that owner and renew its lease while it works."""
         self.owner, self.lease_seconds, self.lost = owner, lease_seconds, None
         self.fenced = True
+        self.info = info_enabled()
         self.engine.leases.hold(self)
 
     def release(self) -> None:
@@ -84,12 +95,24 @@ class RunLog:
             self.engine.leases.release(self)
 
     def relax(self, every: int) -> None:
-        """Batch the flushes to disk: from now on only every ``every``-th commit is durable
-        (recovery of a big run; see :data:`rac.recovery.FLUSH_EVERY`). Each commit still
-        reaches the database at once, so a crash of the process loses nothing; a power cut
-        may lose the commits since the last durable one, which recovery then does again with
-        the same idempotency keys. ``every`` 0: back to the default."""
-        self._flush_every, self._unflushed = every, 0
+        """Batch the commits of a big recovery: from now on the changes of ``every`` steps are
+        held in this process and written in one durable commit (and whatever is held when
+        :meth:`flush` is called, or a lease-ending commit comes). ``every`` 0: each step is
+        its own commit again (what is held is written first).
+
+        Only recovery asks for it, and a crash it does not survive is no new kind of crash:
+        what a crash loses is compensations that ran with no outcome in the log, and the next
+        recovery runs them again with the same idempotency keys, as it does for a
+        compensation a crash interrupted before its outcome was written (a compensator must
+        be idempotent for that; see :mod:`rac.recovery`)."""
+        self.flush()
+        self._flush_every = every
+
+    def flush(self) -> None:
+        """Write what :meth:`relax` holds, in one durable commit."""
+        if self._held:
+            held, self._held, self._steps = coalesce(self._held), [], 0
+            self._commit_now(held, end=False, durable=True)
 
     def commit(self, *changes: Change, end: bool = False, durable: bool = True) -> None:
         """Write ``changes`` behind this run's fence, in one commit, announcing nothing (the
@@ -98,11 +121,19 @@ class RunLog:
         :class:`rac.errors.LeaseLostError` once another process holds the run."""
         if self.lost is not None:
             raise self.lost
-        if self._flush_every:
-            self._unflushed += 1
-            durable = self._unflushed >= self._flush_every
-            if durable:
-                self._unflushed = 0
+        if self._flush_every and not end:
+            self._held.extend(changes)
+            self._steps += 1
+            if self._steps >= self._flush_every:
+                self.flush()
+            return
+        if self._held:
+            held, self._held, self._steps = coalesce([*self._held, *changes]), [], 0
+            self._commit_now(held, end=end, durable=True)
+            return
+        self._commit_now(changes, end=end, durable=durable)
+
+    def _commit_now(self, changes: Sequence[Change], *, end: bool, durable: bool) -> None:
         if not self.fenced:
             commit(self.engine.store, changes, durable=durable)
             return

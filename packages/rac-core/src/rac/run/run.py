@@ -280,6 +280,16 @@ class Run:
                 self.log.set_status(S.COMPLETED if done else self.status, end=True)
             return self.status is S.COMPLETED
 
+    async def afinish(self) -> bool:
+        """:meth:`finish` for async adapters: the log's write is made on a worker thread when
+        the log blocks, so the event loop never waits on it."""
+        done: bool = await self._off_loop(self.finish)
+        return done
+
+    async def arelease(self) -> None:
+        """:meth:`release` for async adapters, off the event loop like :meth:`afinish`."""
+        await self._off_loop(self.release)
+
     def release(self) -> None:
         """This process stops working on the run for now, its status left as it is: the run's
         lease ends, so ``rac recover`` (or a resume in another process) may take it at once if

@@ -17,6 +17,7 @@ power cut, read by recovery as "may have happened" (an intent without an outcome
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,8 @@ from typing import Any
 from rac.errors import ConflictError, LeaseLostError
 from rac.models import Record, RecordStatus, RunInfo
 
-__all__ = ["Append", "Change", "CreateRun", "Fence", "UpdateRecord", "UpdateRun", "commit",
+__all__ = ["Append", "Change", "CreateRun", "Fence", "UpdateRecord", "UpdateRun", "coalesce",
+           "commit",
            "expect_fallback", "fence_fallback", "status_changed"]
 
 
@@ -79,6 +81,30 @@ class Fence:
 
 
 Change = CreateRun | Append | UpdateRecord | UpdateRun | Fence
+
+
+def coalesce(changes: Sequence[Change]) -> list[Change]:
+    """The same changes with fewer statements: an :class:`Append` followed, in the same
+    commit, by updates of the record it adds becomes one ``Append`` of the record as updated
+    (a new record needs no status check against the log: the writer checked its changes).
+    Everything else stays as it is, in order."""
+    out: list[Change] = []
+    added: dict[tuple[str, int], int] = {}
+    for change in changes:
+        if type(change) is Append:
+            added[(change.record.run_id, change.record.seq)] = len(out)
+        elif type(change) is UpdateRecord and change.expect is None:
+            at = added.get((change.run_id, change.seq))
+            if at is not None:
+                first = out[at]
+                assert isinstance(first, Append)
+                merged = copy.copy(first.record)
+                for name, value in change.fields.items():
+                    setattr(merged, name, value)
+                out[at] = Append(merged)
+                continue
+        out.append(change)
+    return out
 
 
 def commit(store: Any, changes: Sequence[Change], *, durable: bool = True) -> None:

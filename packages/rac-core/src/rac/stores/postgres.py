@@ -148,6 +148,11 @@ class PostgresStore(SQLStore):
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
         return conn.execute(query.encode(), list(params))
 
+    def _execute_many(self, conn: Any, query: str, rows: list[Sequence[Any]]) -> int:
+        with conn.cursor() as cur:
+            cur.executemany(query.encode(), [list(r) for r in rows])
+            return int(cur.rowcount)
+
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         def once() -> list[tuple[Any, ...]]:
             with self._lock:

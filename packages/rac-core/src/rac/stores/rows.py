@@ -9,11 +9,11 @@ which knows the store's key, not here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rac.errors import StoreError
-from rac.models import PairRecord, Record, RunInfo, RunStatus
+from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 
 RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args",
                   "result", "error", "attempts", "idempotency_key", "depends_on", "compensates",
@@ -27,6 +27,9 @@ PAIR_COLUMNS = ["key", "tool", "compensator", "args", "source", "status", "schem
 #: written).
 JSON_FIELDS = frozenset({"args", "result", "depends_on"})
 BOOL_FIELDS = frozenset({"compensable", "read_only"})
+
+
+_loads = json.loads
 
 
 def dump_json(value: Any, what: str) -> str:
@@ -50,17 +53,30 @@ def encode(name: str, value: Any, *, int_bools: bool = False) -> Any:
 
 
 def decode_record(row: Sequence[Any], undo: dict[str, Any] | None) -> Record:
-    """A record from a row in :data:`RECORD_COLUMNS` order, with its unsealed ``undo``."""
+    """A record from a row in :data:`RECORD_COLUMNS` order, with its unsealed ``undo``
+    (field by field, not through a dict: recovery reads every record of a big run)."""
     d = dict(zip(RECORD_COLUMNS, row, strict=True))
-    for name in JSON_FIELDS:
-        d[name] = json.loads(d[name]) if d[name] is not None else None
-    for name in BOOL_FIELDS:
-        d[name] = bool(d[name])
-    d["depends_on"] = d["depends_on"] or []
+    args, result, depends = d["args"], d["result"], d["depends_on"]
+    d["args"] = _loads(args) if args is not None else None
+    d["result"] = _loads(result) if result is not None else None
+    d["depends_on"] = (_loads(depends) if depends is not None else None) or []
+    d["compensable"] = bool(d["compensable"])
+    d["read_only"] = bool(d["read_only"])
+    d["kind"] = RecordKind(d["kind"])
+    d["status"] = RecordStatus(d["status"])
     d["effect"] = d["effect"] or ""
     d["call_id"] = d["call_id"] or ""
     d["undo"] = undo
-    return Record.from_dict(d)
+    return Record(**d)
+
+
+def record_row(record: Record, seal: Callable[[Any], Any], *, int_bools: bool) -> list[Any]:
+    """A record as column values, in :data:`RECORD_COLUMNS` order, ``undo`` through ``seal``
+    (read attribute by attribute: recovery writes thousands at once)."""
+    return [seal(record.undo) if c == "undo" else
+            encode(c, list(record.depends_on) if c == "depends_on" else getattr(record, c),
+                   int_bools=int_bools)
+            for c in RECORD_COLUMNS]
 
 
 def decode_run(row: Sequence[Any]) -> RunInfo:

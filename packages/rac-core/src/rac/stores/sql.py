@@ -53,6 +53,7 @@ from rac.stores.rows import (
     decode_run,
     encode,
     pair_row,
+    record_row,
 )
 
 
@@ -221,6 +222,11 @@ class Statements:
         self.get_meta = f"SELECT value FROM {meta} WHERE name={p}"
         self.put_meta = (f"INSERT INTO {meta}(name, value) VALUES ({p}, {p}) "
                          "ON CONFLICT(name) DO NOTHING")
+
+
+#: A commit of at least this many changes (a batch of recovery's steps) is written with one
+#: ``executemany`` per statement shape (see :meth:`SQLStore._apply_grouped`).
+GROUPED_FROM = 16
 
 
 @functools.cache
@@ -457,6 +463,13 @@ class SQLStore(ABC):
                 check_fields("record", change.fields, RECORD_COLUMNS)
             elif type(change) is UpdateRun:
                 check_fields("run", change.fields, RUN_COLUMNS)
+        if len(changes) >= GROUPED_FROM:
+            try:
+                with self._write(durable) as conn:
+                    self._apply_grouped(conn, changes)
+                return
+            except Exception:  # noqa: BLE001, S110 - written again one by one, which names it
+                pass
         current: Change | None = None
         try:
             with self._write(durable) as conn:
@@ -472,17 +485,72 @@ class SQLStore(ABC):
                                         " already exists; refusing to overwrite it") from e
             raise
 
+    def _apply_grouped(self, conn: Any, changes: Sequence[Change]) -> None:
+        """Apply a long list of changes (a batch of recovery's steps) with one
+        ``executemany`` per statement shape: the changes of one row stay in their order (the
+        n-th change of each row is in the n-th layer), changes of different rows commute.
+        Raises on anything unexpected (a row count that does not add up, a duplicate), and
+        the caller then applies the changes one by one, which names the failing one."""
+        layers: list[list[Change]] = []
+        seen: dict[tuple[Any, ...], int] = {}
+        for change in changes:
+            key: tuple[Any, ...]
+            if isinstance(change, UpdateRecord):
+                key = (change.run_id, change.seq)
+            elif isinstance(change, Append):
+                key = (change.record.run_id, change.record.seq)
+            else:
+                key = ("run",)  # the runs' rows: few changes, kept in order among themselves
+            n = seen.get(key, 0)
+            seen[key] = n + 1
+            if n == len(layers):
+                layers.append([])
+            layers[n].append(change)
+        for layer in layers:
+            groups: dict[str, list[Sequence[Any]]] = {}
+            for change in layer:
+                if isinstance(change, Append):
+                    groups.setdefault(self._sql.append, []).append(
+                        self._append_row(change.record))
+                elif isinstance(change, UpdateRecord) and change.fields \
+                        and change.expect is None:
+                    query, params = self._record_update(change)
+                    groups.setdefault(query, []).append(params)
+                else:
+                    self._apply(conn, change)
+            for query, rows in groups.items():
+                count = self._execute_many(conn, query, rows)
+                if query != self._sql.append and count != len(rows):
+                    raise LifecycleError(f"{len(rows) - count} of {len(rows)} updates refused")
+
+    def _execute_many(self, conn: Any, query: str, rows: list[Sequence[Any]]) -> int:
+        """Run one statement for each parameter row; the rows it changed in all."""
+        cur = conn.executemany(query, rows)
+        return int(cur.rowcount)
+
+    def _append_row(self, record: Record) -> list[Any]:
+        context = f"{record.run_id}#{record.seq}"
+        return record_row(record, lambda undo: self._sealer.seal(undo, context),
+                          int_bools=self.dialect.int_bools)
+
+    def _record_update(self, change: UpdateRecord) -> tuple[str, list[Any]]:
+        """The ``UPDATE`` of a record change (no compare-and-set) and its parameters."""
+        p = self.dialect.param
+        new = change.fields.get("status")
+        context = f"{change.run_id}#{change.seq}"
+        values = [self._sealer.seal(v, context) if k == "undo"
+                  else encode(k, v, int_bools=self.dialect.int_bools)
+                  for k, v in change.fields.items()]
+        key = f"run_id={p} AND seq={p}"
+        where = key if new is None else f"{key} AND {record_guard(RecordStatus(new))}"
+        return (update_statement(self.dialect, "records", tuple(change.fields), where),
+                [*values, change.run_id, change.seq])
+
     def _apply(self, conn: Any, change: Change) -> None:
         t = type(change)
         if t is Append:
             assert isinstance(change, Append)
-            record = change.record
-            d = record.to_dict()
-            context = f"{record.run_id}#{record.seq}"
-            row = [self._sealer.seal(d[c], context) if c == "undo"
-                   else encode(c, d[c], int_bools=self.dialect.int_bools)
-                   for c in RECORD_COLUMNS]
-            self._execute(conn, self._sql.append, row)
+            self._execute(conn, self._sql.append, self._append_row(change.record))
         elif t is UpdateRecord:
             assert isinstance(change, UpdateRecord)
             self._update_record(conn, change)

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, VirtualClock
 from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
 from rac_langgraph.testing import scripted_model as model
 
-__all__ = ["CAR", "FLIGHT", "HOTEL", "ScriptedModel", "actions", "call", "engine", "errors",
+__all__ = ["CAR", "FLIGHT", "HOTEL", "LosesSteps", "ScriptedModel", "actions", "call", "engine", "errors",
            "model", "records", "say", "tool_messages", "turn", "world_tools"]
 
 #: The trip's calls, as the tests' scripted models make them.
@@ -54,3 +55,17 @@ def records(eng: rac.RAC) -> list[rac.Record]:
 def actions(recs: Sequence[rac.Record]) -> list[tuple[str, str]]:
     """(tool, status) of the action records."""
     return [(r.tool, str(r.status)) for r in recs if r.kind is rac.RecordKind.ACTION]
+
+
+class LosesSteps(SqliteSaver):
+    """A SQLite checkpointer that saves a thread's input checkpoints and loses every later one
+    (as a remote database may lose its last writes at a crash: the worst case of LangGraph's
+    ``durability="async"``, made deterministic)."""
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if metadata.get("source") == "input":
+            return super().put(config, checkpoint, metadata, new_versions)
+        return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        return None

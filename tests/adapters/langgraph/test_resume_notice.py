@@ -36,22 +36,11 @@ import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld, VirtualClock
 from rac_langgraph import RACMiddleware
 from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
+from tests.adapters.langgraph.support import LosesSteps
 
 world_path, log, threads, code = sys.argv[1:]
 world = TravelWorld(world_path)
 world.on_call("book_hotel", lambda args: os._exit(int(code)))
-
-
-class LosesSteps(SqliteSaver):
-    """Saves the input checkpoint, loses every later one (as "async" may, at a crash)."""
-
-    def put(self, config, checkpoint, metadata, new_versions):
-        if metadata.get("source") == "input":
-            return super().put(config, checkpoint, metadata, new_versions)
-        return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
-
-    def put_writes(self, config, writes, task_id, task_path=""):
-        return None
 
 
 engine = rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,

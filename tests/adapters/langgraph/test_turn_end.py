@@ -403,3 +403,48 @@ def test_a_turn_with_a_call_running_is_not_evicted_by_newer_turns() -> None:
     release.set()
     worker.join()
     assert run.finish() is True
+
+
+@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("how", ["tool_node", "middleware"])
+def test_end_turn_completes_a_checkpointed_turn(tmp_path: Any, saver_kind: str,
+                                                how: str) -> None:
+    """``end_turn(state, config)`` with the config given to ``invoke`` (only a thread id: no
+    checkpointer in it) finds the checkpointed turn's run and completes it, so a later ``rac
+    recover`` leaves the finished turn's bookings alone (issue 29)."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    world = TravelWorld()
+    log = f"sqlite:///{tmp_path / 'rac.db'}"
+    eng = engine(store=log)
+    conn = sqlite3.connect(tmp_path / "threads.db", check_same_thread=False)
+    saver: Any = InMemorySaver() if saver_kind == "memory" else SqliteSaver(conn)
+    m = model(turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
+              say("Booked."))
+    if how == "tool_node":
+        calls = RACToolCalls(rac=eng, finish_steps=False)
+        graph = StateGraph(MessagesState)
+        graph.add_node("agent", lambda s: {"messages": [m.invoke(s["messages"])]})
+        graph.add_node("tools", tool_node(world_tools(world), calls=calls))
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", tools_condition)
+        graph.add_edge("tools", "agent")
+        app: Any = graph.compile(checkpointer=saver)
+    else:
+        mw = RACMiddleware(rac=eng, finish_steps=False)
+        calls = mw.calls
+        app = create_agent(m, world_tools(world), middleware=[mw], checkpointer=saver)
+    cfg: Any = {"configurable": {"thread_id": "t-end"}}
+    state = app.invoke(USER, cfg)
+    assert _status(eng) == "running"
+
+    assert calls.end_turn(state, cfg) is True
+    assert _status(eng) == "completed"
+    fresh = engine(store=log, tools=world.tools())
+    assert fresh.recover(stale_after=0.0) == []
+    assert sorted(b["kind"] for b in world.live()) == ["flight", "hotel"]
+    fresh.close()
+    eng.close()
+    conn.close()

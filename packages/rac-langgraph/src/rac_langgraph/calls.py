@@ -9,8 +9,10 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+from pydantic import ValidationError
 
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
@@ -27,7 +29,7 @@ from rac_langgraph.results import (
     is_invalid_call,
     result_value,
 )
-from rac_langgraph.runs import Replay, TurnRuns, runs_of
+from rac_langgraph.runs import TurnRuns, runs_of
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -113,22 +115,30 @@ class RACToolCalls:
 
         def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
             other = _tool_of_agent(request, name)
-            return None if other is None else \
-                lambda a: held.keep(execute_(_for_tool(request, other, a)), request)
+            if other is None:
+                return None
 
-        invoke = route(run, requested,
-                       lambda a: held.own(execute_(_with_args(request, a)), request, run),
-                       through=through, direct=held.direct(request), hint=_HINT)
+            def via(a: dict[str, Any]) -> Any:
+                guard = _Guard(other)
+                return held.keep(execute_(_for_tool(request, guard, a)), request, guard)
+            return via
+
+        def own(a: dict[str, Any]) -> Any:
+            guard = _Guard(request.tool)
+            return held.own(execute_(_with_args(request, a, guard)), request, run, guard)
+
+        invoke = route(run, requested, own, through=through, direct=held.direct(request),
+                       hint=_HINT)
         note = ""
         try:
             if requested in self.engine.registry.irreversible:
                 verdict, note = self._approval(request)
                 with approvals.decided(requested, call["args"], verdict):
                     outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                                      batch=_batch(request))
+                                      batch=_batch(request), call_id=call.get("id"))
             else:
                 outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                                  batch=_batch(request))
+                                  batch=_batch(request), call_id=call.get("id"))
         except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
             return refused.reply  # type: ignore[no-any-return]
         finally:
@@ -166,11 +176,14 @@ class RACToolCalls:
                 return None
 
             async def via(a: dict[str, Any]) -> Any:
-                return held.keep(await execute_(_for_tool(request, other, a)), request)
+                guard = _Guard(other)
+                return held.keep(await execute_(_for_tool(request, guard, a)), request, guard)
             return via
 
         async def own(a: dict[str, Any]) -> Any:
-            return held.own(await execute_(_with_args(request, a)), request, run)
+            guard = _Guard(request.tool)
+            return held.own(await execute_(_with_args(request, a, guard)), request, run,
+                            guard)
 
         ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
                          hint=_HINT)
@@ -180,10 +193,11 @@ class RACToolCalls:
                 verdict, note = self._approval(request)
                 with approvals.decided(requested, call["args"], verdict):
                     outcome = await aexecute(run, requested, call["args"], ainvoke,
-                                             agent_id=agent, batch=_batch(request))
+                                             agent_id=agent, batch=_batch(request),
+                                             call_id=call.get("id"))
             else:
                 outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
-                                         batch=_batch(request))
+                                         batch=_batch(request), call_id=call.get("id"))
         except CallRefused as refused:
             return refused.reply  # type: ignore[no-any-return]
         finally:
@@ -236,20 +250,20 @@ class RACToolCalls:
         if name in self.repeatable:
             return None
         turns = self.turns
-        prior = turns.answered(run, call.get("id"), name, call["args"])
-        if prior is None:
-            doubt = turns.in_doubt(run, name, call["args"])
-            if doubt is None:
-                return None
-            lookup = self.engine.registry.lookups.get(name)
-            if lookup is not None:
-                return _Doubt(doubt, lookup)
-            return self._told(run, request, _in_doubt_text(doubt), error=True)
-        emit("rac_langgraph.replayed", run_id=run.run_id, tool=name,
-                  tool_call_id=call.get("id"))
-        if not isinstance(prior, Replay):
+        call_id = call.get("id")
+        prior = turns.answered(run, call_id)
+        if prior is not None:
+            emit("rac_langgraph.replayed", run_id=run.run_id, tool=name, tool_call_id=call_id)
             return prior  # type: ignore[no-any-return]
-        rec = prior.record
+        rec = turns.logged_call(run, call_id, name, call["args"], request.state)
+        if rec is None:
+            return None
+        if rec.status in _UNSETTLED:
+            lookup = self.engine.registry.lookups.get(rec.tool)
+            if lookup is not None and rec.tool == name:
+                return _Doubt(rec, lookup)
+            return self._told(run, request, _in_doubt_text(rec), error=True)
+        emit("rac_langgraph.replayed", run_id=run.run_id, tool=name, tool_call_id=call_id)
         if rec.status is RecordStatus.COMPLETED:
             return self._told(run, request, _content(rec.result), error=False)
         return self._told(run, request, _undone_text(rec), error=True)
@@ -326,9 +340,12 @@ class RACToolCalls:
         name = metadata.get("lc_agent_name") if metadata else None
         return str(name) if name else self.engine.agent_id
 
-    def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
-        """Mark the run of the turn ``state``/``config`` belong to completed."""
-        self.turns.end_turn(state, config)
+    def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> bool:
+        """Mark the run of the turn ``state``/``config`` belong to completed: call it with the
+        state ``invoke`` returned and the config given to it (or from a node of the graph,
+        with the node's). True if the run is completed now (False: no such turn, or it
+        stays running: a call under way, or one a crash left in doubt)."""
+        return self.turns.end_turn(state, config)
 
     def close(self) -> None:
         """Finish and forget every run the engine's LangGraph adapters opened."""
@@ -356,7 +373,14 @@ class _Doubt:
         self.lookup = lookup
 
 
+#: Record statuses of a call with an intent and no outcome.
+_UNSETTLED = (RecordStatus.PENDING, RecordStatus.IN_DOUBT)
+
+
 def _undone_text(rec: rac.Record) -> str:
+    if rec.status is RecordStatus.FAILED:
+        return (f"RAC: {rec.tool} did not take effect ({rec.error or 'failed'}), and this turn "
+                "was rolled back; it was not run again.")
     if rec.status is RecordStatus.COMPENSATED:
         return (f"RAC: {rec.tool} had taken effect ({_content(rec.result)}) and was undone "
                 "when this turn was rolled back; it was not run again.")
@@ -384,11 +408,52 @@ def _batch(request: ToolCallRequest) -> Hashable | None:
     return None
 
 
-def _with_args(request: ToolCallRequest, args: dict[str, Any]) -> ToolCallRequest:
-    """``request`` with ``args`` (itself when they are its own: a first attempt or a retry)."""
+def _with_args(request: ToolCallRequest, args: dict[str, Any], guard: _Guard
+               ) -> ToolCallRequest:
+    """``request`` with ``args`` and its tool behind ``guard``."""
     call = request.tool_call
-    return request if args == call["args"] else request.override(
-        tool_call={**call, "args": args})
+    if args == call["args"]:
+        return request.override(tool=guard)  # type: ignore[arg-type]
+    return request.override(tool_call={**call, "args": args}, tool=guard)  # type: ignore[arg-type]
+
+
+class _Guard:
+    """A tool as the ToolNode invokes it, noting the exception it raised: a ToolNode that
+    handles tool errors (``handle_tool_errors=True``, a message, a handler, exception types)
+    turns it into an error message before any wrapper sees it, and RAC must judge the real
+    exception (a timeout after the booking committed may have taken effect; a message says
+    nothing of that). Everything else is the tool's own."""
+
+    __slots__ = ("raised", "tool")
+
+    def __init__(self, tool: Any) -> None:
+        self.tool = tool
+        self.raised: BaseException | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tool, name)
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.tool.invoke(*args, **kwargs)
+        except Exception as e:
+            self.raised = e
+            raise
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await self.tool.ainvoke(*args, **kwargs)
+        except Exception as e:
+            self.raised = e
+            raise
+
+    def reraise(self, result: Any) -> None:
+        """Raise what the tool raised if ``result`` is the error message a ToolNode made of
+        it (argument validation excepted: that call never ran, see ``InvalidToolCall``)."""
+        raised = self.raised
+        if raised is not None and isinstance(result, ToolMessage) and result.status == "error" \
+                and not isinstance(raised, ValidationError | GraphBubbleUp):
+            raise raised
 
 
 class _Held:
@@ -402,7 +467,8 @@ class _Held:
         self.reply: Any = None
         self.value: Any = None
 
-    def own(self, result: ToolResult, request: ToolCallRequest, run: rac.Run) -> Any:
+    def own(self, result: ToolResult, request: ToolCallRequest, run: rac.Run,
+            guard: _Guard | None = None) -> Any:
         """The requested tool's result, as RAC gets it: its plain value; a hand-off raised as
         control flow (unless the tool is declared read-only: then it is an ordinary result);
         ToolNode's answer to arguments that failed validation raised as a refusal (the tool
@@ -413,11 +479,14 @@ class _Held:
         elif isinstance(result, Command) and is_handoff(result) and \
                 request.tool_call["name"] not in run.engine.registry.read_only:
             raise HandOff(result)
-        return self.keep(result, request)
+        return self.keep(result, request, guard)
 
-    def keep(self, result: Any, request: ToolCallRequest) -> Any:
+    def keep(self, result: Any, request: ToolCallRequest, guard: _Guard | None = None) -> Any:
         """Keep ``result`` for the model; its plain value for RAC (a ``Command``'s, by the
-        tool message answering this call)."""
+        tool message answering this call). An error message a ToolNode made of the tool's
+        exception raises that exception instead (see :class:`_Guard`)."""
+        if guard is not None:
+            guard.reraise(result)
         value = result_value(result, request.tool_call.get("id"))
         if value is None and not isinstance(result, ToolMessage | Command):
             value = result

@@ -29,6 +29,11 @@ SCRATCHPAD_KEY = "__pregel_scratchpad"
 #: checkpoint namespace -> checkpoint id of each graph the step runs in, the root graph's under
 #: ``""`` (``CONFIG_KEY_CHECKPOINT_MAP``).
 CHECKPOINT_MAP_KEY = "checkpoint_map"
+#: The invocation's runtime (``CONFIG_KEY_RUNTIME``); its ``stream_writer`` is made once per
+#: invocation of a graph and shared by every task of it (``Send`` branches too).
+RUNTIME_KEY = "__pregel_runtime"
+#: The invocation's durability mode, when given (``CONFIG_KEY_DURABILITY``; default "async").
+DURABILITY_KEY = "__pregel_durability"
 
 _warned: list[bool] = []
 
@@ -55,6 +60,21 @@ def loop_start(config: Mapping[str, Any]) -> str | None:
     if isinstance(stop, int) and isinstance(limit, int):
         return str(stop - limit - 1)
     return None
+
+
+def invocation(configurable: Mapping[str, Any]) -> Any | None:
+    """An object made once per invocation of the graph a step runs in and shared by all its
+    tasks (its stream writer), or None: it tells one invocation from another in this
+    process (hold it while using it as a key, so its identity is not reused)."""
+    runtime = configurable.get(RUNTIME_KEY)
+    return getattr(runtime, "stream_writer", None)
+
+
+def durability(configurable: Mapping[str, Any]) -> str:
+    """The invocation's durability mode: "sync", "async" (LangGraph's default) or "exit"
+    (no checkpoint is saved before the invocation ends)."""
+    mode = configurable.get(DURABILITY_KEY)
+    return mode if isinstance(mode, str) else "async"
 
 
 def persisted(runtime: Any) -> bool:

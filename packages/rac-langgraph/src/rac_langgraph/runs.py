@@ -6,20 +6,26 @@ gives the graph new input writes an ``input`` checkpoint; one that resumes the t
 none and goes on from where the thread stopped. So the turn of a tool call is the nearest
 ``input`` checkpoint behind the step it runs in, on the thread's root graph (agents in
 subgraphs of one invocation share it), and the turn's run id is derived from the thread id and
-that checkpoint's step number: a resumed invocation finds the unfinished turn's run again, in this
+that checkpoint's id: a resumed invocation finds the unfinished turn's run again, in this
 process or, from the log, in a fresh one. Any new input is a new turn, whether it holds a human
-message, a tool result or an AI message.
+message, a tool result or an AI message. Checkpoint ids are unique (LangGraph makes them from
+the time and randomness), so a thread id used again (a restarted ``InMemorySaver``, a thread
+deleted and reused, two agents sharing a session id over one log) starts new runs and never
+meets an old conversation's; step numbers, which every new thread starts again, are not used.
 
-Without a checkpointer a thread cannot resume, and the turn is anchored as before on the graph
-state: the thread id of the config and the last human message (its id, which LangGraph's
-message reducer assigns), else the step itself. A run the caller opened around the invocation
-(``with engine.run(): graph.invoke(...)``) takes precedence over both.
+Without a checkpointer a thread cannot resume, and the turn is anchored on the graph state:
+the thread id of the config and the last human message (its id, which LangGraph's message
+reducer assigns fresh to every message given without one), else the invocation itself (all
+its tasks, ``Send`` branches too, share one run). A run the caller opened around the
+invocation (``with engine.run(): graph.invoke(...)``) takes precedence over both.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,11 +39,15 @@ from rac.models import RecordKind, RecordStatus, RunStatus
 from rac_langgraph import pregel
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
-TurnKey = tuple[str | None, str, str]
+TurnKey = tuple[str | None, str, Any]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
-#: How many saved checkpoints a walk to the turn's input checkpoint reads at most.
-_WALK_LIMIT = 256
+#: How long a step waits, at most, for LangGraph to save the checkpoint it runs from (saves run
+#: in the background with ``durability="async"``), in seconds; then the turn is found in this
+#: process only.
+_SAVE_WAIT = 10.0
+#: How many saved checkpoints older than a step's unsaved one are read at most.
+_LIST_LIMIT = 64
 
 
 def turn_key(state: Any, config: Mapping[str, Any] | None) -> TurnKey:
@@ -70,7 +80,11 @@ def _turn_key(state: Any, configurable: Mapping[str, Any]) -> TurnKey:
                     return thread, "human", mid if type(mid) is str else str(mid)
                 # a message without an id: its position anchors the turn
                 return thread, "human", f"#{_position(messages, m)}"
-    # No user message to anchor the turn: the step itself is the scope.
+    # No user message to anchor the turn: the invocation is the turn (the key holds the
+    # invocation's object, so its identity is not reused while the run is kept).
+    inv = pregel.invocation(configurable)
+    if inv is not None:
+        return thread, "invocation", inv
     return thread, "step", str(configurable.get("checkpoint_ns") or "")
 
 
@@ -79,8 +93,8 @@ def _position(messages: Sequence[Any], message: Any) -> int:
 
 
 def turn_run_id(thread: str, anchor: str) -> str:
-    """The run id of the turn of ``thread`` whose ``input`` checkpoint has the step number
-    ``anchor``: the same in every process."""
+    """The run id of the turn of ``thread`` whose ``input`` checkpoint has the id ``anchor``:
+    the same in every process, and never another thread's or conversation's."""
     digest = hashlib.sha256(f"{thread}\0{anchor}".encode()).hexdigest()[:24]
     return f"lg-{digest}"
 
@@ -99,6 +113,25 @@ def _checkpointed(config: Mapping[str, Any] | None) -> tuple[Any, str, str] | No
     return saver, thread, root
 
 
+def _may_be_saved(config: Mapping[str, Any] | None) -> bool:
+    """Whether LangGraph saves the checkpoints of this invocation while it runs (not with
+    ``durability="exit"``)."""
+    return pregel.durability((config or {}).get("configurable") or {}) != "exit"
+
+
+def _is_first_step(config: Mapping[str, Any] | None) -> bool:
+    """Whether a step is the first its invocation runs."""
+    if config is None:
+        return False
+    start = pregel.loop_start(config)
+    step = (config.get("metadata") or {}).get("langgraph_step")
+    return start is not None and isinstance(step, int) and step == int(start) + 1
+
+
+def _thread_config(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
 def _lookup(thread: str, checkpoint_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread, "checkpoint_ns": "",
                              "checkpoint_id": checkpoint_id}}
@@ -115,19 +148,9 @@ def _parent(found: Any) -> tuple[bool, str | None]:
     return False, str(pid) if pid else None
 
 
-def _input_step(found: Any) -> str:
-    """The anchor of a turn: the step number of its ``input`` checkpoint."""
-    return str((found.metadata or {}).get("step"))
-
-
-class Replay:
-    """A completed call of a turn, found in the log, that a resumed graph runs again: the
-    logged result is given back instead (exactly once)."""
-
-    __slots__ = ("record",)
-
-    def __init__(self, record: rac.Record) -> None:
-        self.record = record
+def _cid(found: Any) -> str:
+    """A checkpoint tuple's checkpoint id."""
+    return str(found.config["configurable"]["checkpoint_id"])
 
 
 class TurnRuns(RunRegistry[TurnKey]):
@@ -145,9 +168,15 @@ class TurnRuns(RunRegistry[TurnKey]):
         super().__init__(engine, limit)
         self.tool_sets = ToolSetCache(engine, self._convert, limit=limit)
         self._anchors: OrderedDict[str, str] = OrderedDict()  # checkpoint id -> input anchor
+        #: invocation (its object, see :func:`rac_langgraph.pregel.invocation`) -> anchor
+        self._invocations: OrderedDict[Any, str] = OrderedDict()
+        #: thread id -> the key of its newest turn in this process (for :meth:`end_turn`)
+        self._latest: OrderedDict[str, TurnKey] = OrderedDict()
         self._answers: OrderedDict[tuple[str, str], Any] = OrderedDict()
         #: run id -> action records of a run found in the log, not matched to a call yet
         self._logged: dict[str, list[rac.Record]] = {}
+        #: ids of runs read from the log that were rolled back (by recovery)
+        self._rolled_back: set[str] = set()
         #: run id -> what the model must hear first about a run rolled back while it was away
         self._notes: dict[str, str] = {}
         #: ids of runs found in the log with a call a crash left in doubt: never marked
@@ -175,12 +204,12 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = _checkpointed(config)
         if found is not None:
             saver, thread, root = found
-            anchor = self._anchor(saver, thread, root) or pregel.loop_start(config or {})
-            if anchor is not None:
-                return self._durable(thread, anchor, agent_id)
-        elif runtime is not None:
+            return self._durable(thread, self._anchor(saver, thread, root, config), agent_id)
+        if runtime is not None:
             pregel.internals_missing(runtime)
-        return self.run_for(turn_key(state, config), agent_id=agent_id)
+        key = turn_key(state, config)
+        self._note_latest(key)
+        return self.run_for(key, agent_id=agent_id)
 
     async def aturn_run(self, state: Any, config: Mapping[str, Any] | None,
                         agent_id: str, runtime: Any = None) -> rac.Run:
@@ -188,17 +217,29 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = _checkpointed(config)
         if found is not None:
             saver, thread, root = found
-            anchor = await self._aanchor(saver, thread, root) or pregel.loop_start(config or {})
-            if anchor is not None:
-                return self._durable(thread, anchor, agent_id)
-        elif runtime is not None:
+            anchor = await self._aanchor(saver, thread, root, config)
+            return self._durable(thread, anchor, agent_id)
+        if runtime is not None:
             pregel.internals_missing(runtime)
-        return self.run_for(turn_key(state, config), agent_id=agent_id)
+        key = turn_key(state, config)
+        self._note_latest(key)
+        return self.run_for(key, agent_id=agent_id)
 
     def _durable(self, thread: str, anchor: str, agent_id: str) -> rac.Run:
         run_id = turn_run_id(thread, anchor)
-        return self.run_for((thread, "input", anchor), opener=lambda: self._open(run_id,
-                                                                                agent_id))
+        key = (thread, "input", anchor)
+        self._note_latest(key)
+        return self.run_for(key, opener=lambda: self._open(run_id, agent_id))
+
+    def _note_latest(self, key: TurnKey) -> None:
+        thread = key[0]
+        if thread is None or self._latest.get(thread) == key:
+            return
+        with self._memo_lock:
+            self._latest[thread] = key
+            self._latest.move_to_end(thread)
+            while len(self._latest) > self.limit:
+                self._latest.popitem(last=False)
 
     def _open(self, run_id: str, agent_id: str) -> rac.Run:
         """The turn's run: new, or the one the log holds (a thread resumed in a fresh process,
@@ -219,116 +260,196 @@ class TurnRuns(RunRegistry[TurnKey]):
         if any(r.status in _UNSETTLED for r in actions):
             self.doubtful.add(run_id)
         if info.status in ROLLED_BACK:
+            self._rolled_back.add(run_id)
             self._notes[run_id] = rolled_back_note(actions)
         emit("rac_langgraph.turn_resumed", run_id=run_id, status=str(info.status),
                   records=len(records))
         return run
 
-    def _anchor(self, saver: Any, thread: str, checkpoint_id: str) -> str | None:
-        """The ``input`` checkpoint behind ``checkpoint_id`` (the checkpoint a step runs
-        from). LangGraph may still be saving the newest checkpoints while the step runs
-        (``durability="async"``): the walk follows parent links from the step's checkpoint
-        when it is saved, else the thread's saved checkpoints older than it, newest first."""
+    def _anchor(self, saver: Any, thread: str, checkpoint_id: str,
+                config: Mapping[str, Any] | None, *, wait: bool = True) -> str:
+        """The id of the ``input`` checkpoint behind ``checkpoint_id`` (the checkpoint a step
+        runs from), or the oldest checkpoint of its lineage when none is.
+
+        LangGraph may still be saving the newest checkpoints while a step runs
+        (``durability="async"``), or never save them (``"exit"``, a checkpointer that loses
+        writes). A step whose checkpoint is not saved belongs to an invocation of this process:
+        its anchor is the one found for the invocation at an earlier step; at the invocation's
+        first step, that checkpoint itself (new input: the ``input`` checkpoint; a resumed
+        thread runs from a saved one); else the newest saved ``input`` checkpoint if it is this
+        invocation's (its step is the one the invocation started at); else, after waiting for
+        the save (saves are made in order, so the lineage is then saved too), the walk;
+        never saved, this process's anchor for the invocation (its checkpoint's id)."""
         hit = self._anchors.get(checkpoint_id)
         if hit is not None:
             return hit
-        found = saver.get_tuple(_lookup(thread, checkpoint_id))
-        if found is not None:
-            return self._walk(thread, checkpoint_id, [found], saver)
-        older = saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
-                           before=_lookup(thread, checkpoint_id), limit=_WALK_LIMIT)
-        return self._walk(thread, checkpoint_id, older, None)
+        lookup = _lookup(thread, checkpoint_id)
+        found = saver.get_tuple(lookup)
+        if found is None:
+            known = self._known(checkpoint_id, config)
+            if known is not None:
+                return known
+            # a list: a saver's generator may hold its lock until it is exhausted
+            older = list(saver.list(_thread_config(thread), before=lookup, limit=_LIST_LIMIT))
+            own = self._own_input(older, checkpoint_id, config)
+            if own is not None:
+                return own
+            if wait and _may_be_saved(config):
+                deadline = time.monotonic() + _SAVE_WAIT
+                pause = 0.0005
+                while found is None and time.monotonic() < deadline:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+                    found = saver.get_tuple(lookup)
+            if found is None:
+                return self._remember([checkpoint_id], checkpoint_id, config)
+        chain = [found]
+        while True:
+            is_input, parent = _parent(chain[-1])
+            if is_input or parent is None or parent in self._anchors:
+                break
+            nxt = saver.get_tuple(_lookup(thread, parent))
+            if nxt is None:
+                break
+            chain.append(nxt)
+        return self._walk(chain, config)
 
-    async def _aanchor(self, saver: Any, thread: str, checkpoint_id: str) -> str | None:
+    async def _aanchor(self, saver: Any, thread: str, checkpoint_id: str,
+                       config: Mapping[str, Any] | None, *, wait: bool = True) -> str:
         """Async :meth:`_anchor`."""
         hit = self._anchors.get(checkpoint_id)
         if hit is not None:
             return hit
-        found = await saver.aget_tuple(_lookup(thread, checkpoint_id))
-        if found is not None:
-            chain = [found]
-            while True:
-                is_input, parent = _parent(chain[-1])
-                if is_input or parent is None or parent in self._anchors:
-                    break
-                nxt = await saver.aget_tuple(_lookup(thread, parent))
-                if nxt is None:
-                    break
-                chain.append(nxt)
-            return self._walk(thread, checkpoint_id, chain, None)
-        older = [c async for c in saver.alist(
-            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
-            before=_lookup(thread, checkpoint_id), limit=_WALK_LIMIT)]
-        return self._walk(thread, checkpoint_id, older, None)
+        lookup = _lookup(thread, checkpoint_id)
+        found = await saver.aget_tuple(lookup)
+        if found is None:
+            known = self._known(checkpoint_id, config)
+            if known is not None:
+                return known
+            older = [c async for c in saver.alist(_thread_config(thread), before=lookup,
+                                                  limit=_LIST_LIMIT)]
+            own = self._own_input(older, checkpoint_id, config)
+            if own is not None:
+                return own
+            if wait and _may_be_saved(config):
+                deadline = time.monotonic() + _SAVE_WAIT
+                pause = 0.0005
+                while found is None and time.monotonic() < deadline:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+                    found = await saver.aget_tuple(lookup)
+            if found is None:
+                return self._remember([checkpoint_id], checkpoint_id, config)
+        chain = [found]
+        while True:
+            is_input, parent = _parent(chain[-1])
+            if is_input or parent is None or parent in self._anchors:
+                break
+            nxt = await saver.aget_tuple(_lookup(thread, parent))
+            if nxt is None:
+                break
+            chain.append(nxt)
+        return self._walk(chain, config)
 
-    def _walk(self, thread: str, start: str, chain: Any, saver: Any) -> str | None:
-        """Follow checkpoint tuples (``chain``, newest first; with ``saver``, parents are
-        fetched as needed) to the nearest ``input`` one or a checkpoint already resolved."""
-        walked = [start]
-        anchor: str | None = None
-        items = iter(chain)
-        current = next(items, None)
-        while current is not None:
-            cid = str(current.config["configurable"]["checkpoint_id"])
-            cached = self._anchors.get(cid)
-            if cached is not None:
-                anchor = cached
-                break
-            walked.append(cid)
-            is_input, parent = _parent(current)
-            if is_input:
-                anchor = _input_step(current)
-                break
-            if parent is not None and parent in self._anchors:
-                anchor = self._anchors[parent]
-                break
-            current = next(items, None)
-            if current is None and saver is not None and parent is not None:
-                current = saver.get_tuple(_lookup(thread, parent))
-        return self._remember(walked, anchor)
+    def _known(self, checkpoint_id: str, config: Mapping[str, Any] | None) -> str | None:
+        """The anchor of a step whose checkpoint is not saved, when this process knows it: the
+        invocation's, found at an earlier step; at the invocation's first step, the
+        checkpoint itself (only new input runs its first step from an unsaved checkpoint)."""
+        inv = pregel.invocation((config or {}).get("configurable") or {})
+        anchor = self._invocations.get(inv) if inv is not None else None
+        if anchor is None and _is_first_step(config):
+            anchor = checkpoint_id
+        return None if anchor is None else self._remember([checkpoint_id], anchor, config)
 
-    def _remember(self, walked: list[str], anchor: str | None) -> str | None:
-        if anchor is not None and walked:
-            with self._memo_lock:
-                for cid in walked:
-                    self._anchors[cid] = anchor
-                while len(self._anchors) > 8 * self.limit:
-                    self._anchors.popitem(last=False)
+    def _own_input(self, older: Any, checkpoint_id: str,
+                   config: Mapping[str, Any] | None) -> str | None:
+        """The invocation's own ``input`` checkpoint among the saved checkpoints ``older``
+        than a step's unsaved one (newest first), or None: the newest saved ``input``
+        checkpoint, if its step is the one the invocation started at."""
+        start = pregel.loop_start(config or {})
+        for c in older:
+            if (c.metadata or {}).get("source") == "input":
+                if start is not None and str((c.metadata or {}).get("step")) == start:
+                    return self._remember([checkpoint_id, _cid(c)], _cid(c), config)
+                return None
+        return None
+
+    def _walk(self, chain: Sequence[Any], config: Mapping[str, Any] | None) -> str:
+        """The anchor a lineage of saved checkpoint tuples (newest first, each the parent of
+        the one before) leads to: its ``input`` checkpoint's id, an anchor already known for
+        the last one's parent, else the id of the oldest one."""
+        last = chain[-1]
+        is_input, parent = _parent(last)
+        if is_input:
+            anchor = _cid(last)
+        elif parent is not None and parent in self._anchors:
+            anchor = self._anchors[parent]
+        else:
+            anchor = _cid(last)
+        return self._remember([_cid(c) for c in chain], anchor, config)
+
+    def _remember(self, walked: list[str], anchor: str,
+                  config: Mapping[str, Any] | None) -> str:
+        inv = pregel.invocation((config or {}).get("configurable") or {})
+        with self._memo_lock:
+            for cid in walked:
+                self._anchors[cid] = anchor
+            while len(self._anchors) > 8 * self.limit:
+                self._anchors.popitem(last=False)
+            if inv is not None:
+                self._invocations[inv] = anchor
+                self._invocations.move_to_end(inv)
+                while len(self._invocations) > self.limit:
+                    self._invocations.popitem(last=False)
         return anchor
 
     # -- exactly-once answers ------------------------------------------------------------------
-    def answered(self, run: rac.Run, call_id: str | None, tool: str,
-                 args: Mapping[str, Any]) -> Any:
-        """What a call already got, if the turn ran it before: the answer this process gave
-        to ``call_id``, or a :class:`Replay` of the matching completed (or undone) record of a
-        run read from the log; None if the call is new."""
+    def answered(self, run: rac.Run, call_id: str | None) -> Any:
+        """The answer this process gave to ``call_id`` in ``run``, or None."""
         if call_id is None:
             return None
-        answer = self._answers.get((run.run_id, call_id))
-        if answer is not None:
-            return answer
-        logged = self._logged.get(run.run_id)
-        if not logged:
-            return None
-        with self._memo_lock:
-            for i, rec in enumerate(logged):
-                if rec.tool == tool and rec.args == dict(args) and rec.status in _SETTLED:
-                    del logged[i]
-                    return Replay(rec)
-        return None
+        return self._answers.get((run.run_id, call_id))
 
-    def in_doubt(self, run: rac.Run, tool: str, args: Mapping[str, Any]) -> rac.Record | None:
-        """The logged call of a run read from the log that a crash interrupted (an intent
-        with no outcome) and that this call repeats, if any."""
+    def logged_call(self, run: rac.Run, call_id: str | None, tool: str,
+                    args: Mapping[str, Any], state: Any) -> rac.Record | None:
+        """The logged outcome of a call that a run read from the log already made (a resumed
+        graph repeats it), or None for a new call.
+
+        A call is its ``tool_call_id`` (:attr:`rac.Record.call_id`): two identical calls of a
+        turn are two calls, and both run. A logged call whose id no message of ``state``
+        holds any more (the step that made it was lost with the checkpoint, and the model,
+        asked again, made it anew) is matched by tool and arguments. The record returned is
+        the call's last (an alternative's, if one replaced the tool); in a run that was not
+        rolled back, a call that failed without effect (an interrupt's pause) is new again."""
         logged = self._logged.get(run.run_id)
         if not logged:
             return None
+        rolled_back = run.run_id in self._rolled_back
         with self._memo_lock:
-            for i, rec in enumerate(logged):
-                if rec.tool == tool and rec.args == dict(args) and rec.status in _UNSETTLED:
-                    del logged[i]
-                    return rec
-        return None
+            mine = [r for r in logged if call_id and r.call_id == call_id]
+            if not mine:
+                wanted = dict(args)
+                present: set[str] | None = None
+                for rec in logged:
+                    if rec.tool != tool or rec.args != wanted:
+                        continue
+                    if rec.call_id:
+                        if present is None:
+                            present = _call_ids(state)
+                        if rec.call_id in present:
+                            continue  # another call of the turn's messages: not this one
+                        mine = [r for r in logged if r.call_id == rec.call_id]
+                    else:
+                        mine = [rec]
+                    break
+            if not mine:
+                return None
+            last = max(mine, key=lambda r: r.seq)
+            if not rolled_back and last.status not in (*_SETTLED, *_UNSETTLED):
+                return None
+            for rec in mine:
+                logged.remove(rec)
+            return last
 
     def settled(self, run: rac.Run) -> None:
         """A call of ``run`` left in doubt was settled (by its lookup): once none is left,
@@ -386,9 +507,11 @@ class TurnRuns(RunRegistry[TurnKey]):
         if found is None:
             return None
         saver, thread, root = found
-        anchor = self._anchor(saver, thread, root) or pregel.loop_start(config or {})
-        return None if anchor is None else self.take_note(self._durable(thread, anchor,
-                                                                         agent_id))
+        if root not in self._anchors and saver.get_tuple(_lookup(thread, root)) is None:
+            self._known(root, config)  # new input: the turn is anchored on it
+            return None
+        anchor = self._anchor(saver, thread, root, config, wait=False)
+        return self.take_note(self._durable(thread, anchor, agent_id))
 
     async def aresumed_note(self, config: Mapping[str, Any] | None,
                             agent_id: str) -> str | None:
@@ -397,9 +520,11 @@ class TurnRuns(RunRegistry[TurnKey]):
         if found is None:
             return None
         saver, thread, root = found
-        anchor = await self._aanchor(saver, thread, root) or pregel.loop_start(config or {})
-        return None if anchor is None else self.take_note(self._durable(thread, anchor,
-                                                                         agent_id))
+        if root not in self._anchors and await saver.aget_tuple(_lookup(thread, root)) is None:
+            self._known(root, config)  # new input: the turn is anchored on it
+            return None
+        anchor = await self._aanchor(saver, thread, root, config, wait=False)
+        return self.take_note(self._durable(thread, anchor, agent_id))
 
     @staticmethod
     def _first_step(config: Mapping[str, Any] | None) -> tuple[Any, str, str] | None:
@@ -415,16 +540,20 @@ class TurnRuns(RunRegistry[TurnKey]):
             return None
         return found
 
-    def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> None:
+    def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> bool:
         """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by
-        other agents of the turn."""
+        other agents of the turn. Inside the graph (a node's config) the turn is the step's;
+        outside it (the config given to ``invoke``, which holds only the thread id), the
+        turn of ``state``'s last human message, else the thread's newest turn in this
+        process. True if the run is completed now."""
         found = _checkpointed(config)
         if found is not None:
-            anchor = self._anchor(*found) or pregel.loop_start(config or {})
-            if anchor is not None:
-                self.finish((found[1], "input", anchor))
-                return
-        self.finish(turn_key(state, config))
+            saver, thread, root = found
+            return self.finish((thread, "input", self._anchor(saver, thread, root, config)))
+        key = turn_key(state, config)
+        if key not in self and key[0] is not None:
+            key = self._latest.get(key[0], key)
+        return self.finish(key)
 
 
 #: Record statuses of a call that ran to an outcome: replayed, never run again.
@@ -434,6 +563,15 @@ _SETTLED = (RecordStatus.COMPLETED, RecordStatus.COMPENSATING, RecordStatus.COMP
 _UNSETTLED = (RecordStatus.PENDING, RecordStatus.IN_DOUBT)
 #: Run statuses of a turn that was rolled back.
 ROLLED_BACK = (RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION)
+
+
+def _call_ids(state: Any) -> set[str]:
+    """The ids of every tool call the AI messages of a graph state hold."""
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(
+        state, "messages", None)
+    if not isinstance(messages, list):
+        return set()
+    return {str(c.get("id")) for m in messages for c in (getattr(m, "tool_calls", None) or ())}
 
 
 def _brief(rec: rac.Record) -> str:

@@ -29,7 +29,7 @@ from rac_langgraph.results import (
     is_invalid_call,
     result_value,
 )
-from rac_langgraph.runs import TurnRuns, runs_of
+from rac_langgraph.runs import ROLLED_BACK, TOLD_KEY, TurnRuns, runs_of
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
@@ -287,9 +287,12 @@ class RACToolCalls:
               error: bool) -> ToolMessage:
         note = self.turns.take_note(run)
         call = request.tool_call
-        return ToolMessage(content=f"{note}\n\n{text}" if note else text,
-                           tool_call_id=call["id"], name=call["name"],
-                           status="error" if error or note else "success")
+        reply = ToolMessage(content=f"{note}\n\n{text}" if note else text,
+                            tool_call_id=call["id"], name=call["name"],
+                            status="error" if error or note else "success")
+        if note:
+            reply.response_metadata[TOLD_KEY] = getattr(note, "about", run.run_id)
+        return reply
 
     def _approval(self, request: ToolCallRequest) -> tuple[bool | None, str]:
         """The verdict on an irreversible call (see :mod:`rac_langgraph.approvals`): asked
@@ -310,13 +313,19 @@ class RACToolCalls:
             reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
             self.turns.answer(run, request.tool_call.get("id"), reply)
+        if not outcome.ok and isinstance(reply, ToolMessage) and run.status in ROLLED_BACK:
+            reply.response_metadata[TOLD_KEY] = run.run_id  # the model hears of the rollback
         rolled_back = self.turns.take_note(run)
         if rolled_back and isinstance(reply, ToolMessage) and isinstance(reply.content, str):
-            return reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
+            told = reply.model_copy(update={"content": f"{rolled_back}\n\n{reply.content}"})
+            told.response_metadata = {**reply.response_metadata,
+                                      TOLD_KEY: getattr(rolled_back, "about", run.run_id)}
+            return told
         return reply
 
     # -- telling a resumed model ------------------------------------------------------------
-    def rollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+    def rollback_notice(self, config: Mapping[str, Any] | None = None,
+                        state: Any = None) -> str | None:
         """Once per turn: what the model must hear before it acts, when this step is the first
         of an invocation that resumes a checkpointed thread whose turn ``rac recover`` rolled
         back (what was undone, what could not be); else None. ``config`` is the step's
@@ -325,13 +334,14 @@ class RACToolCalls:
         node and put the text before the messages."""
         if config is None:
             config = get_config()
-        return self.turns.resumed_note(config, self._agent_of(config))
+        return self.turns.resumed_note(config, self._agent_of(config), state)
 
-    async def arollback_notice(self, config: Mapping[str, Any] | None = None) -> str | None:
+    async def arollback_notice(self, config: Mapping[str, Any] | None = None,
+                               state: Any = None) -> str | None:
         """:meth:`rollback_notice` for the async path (async checkpointers)."""
         if config is None:
             config = get_config()
-        return await self.turns.aresumed_note(config, self._agent_of(config))
+        return await self.turns.aresumed_note(config, self._agent_of(config), state)
 
     def _agent_of(self, config: Mapping[str, Any]) -> str:
         if self.agent_id is not None:

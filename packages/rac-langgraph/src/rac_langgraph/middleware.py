@@ -126,12 +126,12 @@ class _RACMiddlewareTellingModel(RACMiddleware):
 
         def wrap_model_call(request: ModelRequest,
                             handler: Callable[[ModelRequest], Any]) -> Any:
-            note = calls.rollback_notice()
+            note = calls.rollback_notice(state=request.state)
             return handler(request if note is None else _with_notice(request, note))
 
         async def awrap_model_call(request: ModelRequest,
                                    handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
-            note = await calls.arollback_notice()
+            note = await calls.arollback_notice(state=request.state)
             return await handler(request if note is None else _with_notice(request, note))
 
         for hook in (wrap_model_call, awrap_model_call):  # plain functions: see __init__
@@ -142,13 +142,13 @@ class _RACMiddlewareTellingModel(RACMiddleware):
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], Any]) -> Any:
         """Tell a resumed model about a rollback before it acts (blocking path)."""
-        note = self.calls.rollback_notice()
+        note = self.calls.rollback_notice(state=request.state)
         return handler(request if note is None else _with_notice(request, note))
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
         """Tell a resumed model about a rollback before it acts (async path)."""
-        note = await self.calls.arollback_notice()
+        note = await self.calls.arollback_notice(state=request.state)
         return await handler(request if note is None else _with_notice(request, note))
 
 

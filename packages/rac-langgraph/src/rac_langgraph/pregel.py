@@ -37,6 +37,13 @@ DURABILITY_KEY = "__pregel_durability"
 
 _warned: list[bool] = []
 
+try:  # the limit a loop runs with when its config gives none (LangGraph fills it in)
+    from langgraph._internal._config import DEFAULT_RECURSION_LIMIT as _LIMIT
+
+    _DEFAULT_LIMIT: int | None = int(_LIMIT)
+except ImportError:  # pragma: no cover - a release that moved it: the start is then unknown
+    _DEFAULT_LIMIT = None
+
 
 def checkpointer(configurable: Mapping[str, Any]) -> Any | None:
     """The checkpointer of the graph a step runs in, or None if the thread is not persisted."""
@@ -56,7 +63,7 @@ def loop_start(config: Mapping[str, Any]) -> str | None:
     ``s`` before step ``s + recursion_limit + 1``. None if unknown."""
     configurable = config.get("configurable") or {}
     stop = getattr(configurable.get(SCRATCHPAD_KEY), "stop", None)
-    limit = config.get("recursion_limit")
+    limit = config.get("recursion_limit", _DEFAULT_LIMIT)
     if isinstance(stop, int) and isinstance(limit, int):
         return str(stop - limit - 1)
     return None

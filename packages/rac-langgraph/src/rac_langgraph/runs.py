@@ -45,7 +45,7 @@ _KEY = "rac_langgraph.turns"
 #: How long a step waits, at most, for LangGraph to save the checkpoint it runs from (saves run
 #: in the background with ``durability="async"``), in seconds; then the turn is found in this
 #: process only.
-_SAVE_WAIT = 10.0
+_SAVE_WAIT = 30.0
 #: How many saved checkpoints older than a step's unsaved one are read at most.
 _LIST_LIMIT = 64
 
@@ -119,13 +119,22 @@ def _may_be_saved(config: Mapping[str, Any] | None) -> bool:
     return pregel.durability((config or {}).get("configurable") or {}) != "exit"
 
 
-def _is_first_step(config: Mapping[str, Any] | None) -> bool:
-    """Whether a step is the first its invocation runs."""
-    if config is None:
-        return False
-    start = pregel.loop_start(config)
-    step = (config.get("metadata") or {}).get("langgraph_step")
-    return start is not None and isinstance(step, int) and step == int(start) + 1
+#: How many saved checkpoints before a step's are read to find the one before its invocation.
+_OWN_STEPS = 8
+
+
+def _before_invocation(older: Any, config: Mapping[str, Any] | None) -> Any:
+    """The newest of the saved checkpoints ``older`` (newest first) that an earlier
+    invocation made (its step is before the one the running invocation started at), or
+    None."""
+    start = pregel.loop_start(config or {})
+    if start is None:
+        return None
+    for c in older:
+        step = (c.metadata or {}).get("step")
+        if isinstance(step, int) and step < int(start):
+            return c
+    return None
 
 
 def _thread_config(thread: str) -> dict[str, Any]:
@@ -175,6 +184,10 @@ class TurnRuns(RunRegistry[TurnKey]):
         self._answers: OrderedDict[tuple[str, str], Any] = OrderedDict()
         #: run id -> action records of a run found in the log, not matched to a call yet
         self._logged: dict[str, list[rac.Record]] = {}
+        #: first checkpoints of new turns checked for an earlier turn's rollback
+        self._checked: OrderedDict[str, bool] = OrderedDict()
+        #: ids of earlier turns' runs whose rollback a later turn was told of in this process
+        self._announced: OrderedDict[str, bool] = OrderedDict()
         #: ids of runs read from the log that were rolled back (by recovery)
         self._rolled_back: set[str] = set()
         #: run id -> what the model must hear first about a run rolled back while it was away
@@ -204,7 +217,11 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = _checkpointed(config)
         if found is not None:
             saver, thread, root = found
-            return self._durable(thread, self._anchor(saver, thread, root, config), agent_id)
+            anchor = self._anchor(saver, thread, root, config)
+            run = self._durable(thread, anchor, agent_id)
+            if self._first_check(config, root):
+                self._keep_note(run, self._earlier(saver, thread, root, config, state))
+            return run
         if runtime is not None:
             pregel.internals_missing(runtime)
         key = turn_key(state, config)
@@ -218,7 +235,10 @@ class TurnRuns(RunRegistry[TurnKey]):
         if found is not None:
             saver, thread, root = found
             anchor = await self._aanchor(saver, thread, root, config)
-            return self._durable(thread, anchor, agent_id)
+            run = self._durable(thread, anchor, agent_id)
+            if self._first_check(config, root):
+                self._keep_note(run, await self._aearlier(saver, thread, root, config, state))
+            return run
         if runtime is not None:
             pregel.internals_missing(runtime)
         key = turn_key(state, config)
@@ -261,7 +281,7 @@ class TurnRuns(RunRegistry[TurnKey]):
             self.doubtful.add(run_id)
         if info.status in ROLLED_BACK:
             self._rolled_back.add(run_id)
-            self._notes[run_id] = rolled_back_note(actions)
+            self._notes[run_id] = Note(rolled_back_note(actions), run_id)
         emit("rac_langgraph.turn_resumed", run_id=run_id, status=str(info.status),
                   records=len(records))
         return run
@@ -301,6 +321,12 @@ class TurnRuns(RunRegistry[TurnKey]):
                     time.sleep(pause)
                     pause = min(pause * 2, 0.05)
                     found = saver.get_tuple(lookup)
+                    if found is None:  # a saver that keeps only inputs: the input may come
+                        own = self._own_input(list(saver.list(
+                            _thread_config(thread), before=lookup, limit=_LIST_LIMIT)),
+                            checkpoint_id, config)
+                        if own is not None:
+                            return own
             if found is None:
                 return self._remember([checkpoint_id], checkpoint_id, config)
         chain = [found]
@@ -338,6 +364,13 @@ class TurnRuns(RunRegistry[TurnKey]):
                     await asyncio.sleep(pause)
                     pause = min(pause * 2, 0.05)
                     found = await saver.aget_tuple(lookup)
+                    if found is None:  # a saver that keeps only inputs: the input may come
+                        own = self._own_input(
+                            [c async for c in saver.alist(_thread_config(thread), before=lookup,
+                                                          limit=_LIST_LIMIT)],
+                            checkpoint_id, config)
+                        if own is not None:
+                            return own
             if found is None:
                 return self._remember([checkpoint_id], checkpoint_id, config)
         chain = [found]
@@ -353,12 +386,9 @@ class TurnRuns(RunRegistry[TurnKey]):
 
     def _known(self, checkpoint_id: str, config: Mapping[str, Any] | None) -> str | None:
         """The anchor of a step whose checkpoint is not saved, when this process knows it: the
-        invocation's, found at an earlier step; at the invocation's first step, the
-        checkpoint itself (only new input runs its first step from an unsaved checkpoint)."""
+        invocation's, found at an earlier step."""
         inv = pregel.invocation((config or {}).get("configurable") or {})
         anchor = self._invocations.get(inv) if inv is not None else None
-        if anchor is None and _is_first_step(config):
-            anchor = checkpoint_id
         return None if anchor is None else self._remember([checkpoint_id], anchor, config)
 
     def _own_input(self, older: Any, checkpoint_id: str,
@@ -498,47 +528,121 @@ class TurnRuns(RunRegistry[TurnKey]):
         self._mcp_seen[key] = list(tools)  # the tools are kept: the ids stay theirs
 
     # -- telling a resumed model ----------------------------------------------------------------
-    def resumed_note(self, config: Mapping[str, Any] | None, agent_id: str) -> str | None:
+    def resumed_note(self, config: Mapping[str, Any] | None, agent_id: str,
+                     state: Any = None) -> str | None:
         """Once per turn: what the model must hear before it acts, at the first step of an
-        invocation of a checkpointed thread whose turn recovery rolled back while the thread
-        was away (None otherwise). The turn's run is found as a tool call would find it (from
-        the log, in a fresh process), so a model that makes no tool call is told too."""
+        invocation of a checkpointed thread, when recovery rolled back the turn it resumes, or
+        the thread's previous turn after that turn ended (None otherwise). The runs are found
+        as a tool call would find them (from the log, in a fresh process), so a model that
+        makes no tool call is told too. ``state`` is the step's (its messages tell whether the
+        model already heard of a rollback)."""
         found = self._first_step(config)
         if found is None:
             return None
-        saver, thread, root = found
-        if root not in self._anchors and saver.get_tuple(_lookup(thread, root)) is None:
-            self._known(root, config)  # new input: the turn is anchored on it
-            return None
-        anchor = self._anchor(saver, thread, root, config, wait=False)
-        return self.take_note(self._durable(thread, anchor, agent_id))
+        saver, thread, root, resumed = found
+        note = None
+        if resumed and (root in self._anchors
+                        or saver.get_tuple(_lookup(thread, root)) is not None):
+            anchor = self._anchor(saver, thread, root, config, wait=False)
+            note = self.take_note(self._durable(thread, anchor, agent_id))
+        if note is None and self._first_check(config, root):
+            note = self._earlier(saver, thread, root, config, state)
+        return note
 
-    async def aresumed_note(self, config: Mapping[str, Any] | None,
-                            agent_id: str) -> str | None:
+    async def aresumed_note(self, config: Mapping[str, Any] | None, agent_id: str,
+                            state: Any = None) -> str | None:
         """:meth:`resumed_note` for the async path."""
         found = self._first_step(config)
         if found is None:
             return None
-        saver, thread, root = found
-        if root not in self._anchors and await saver.aget_tuple(_lookup(thread, root)) is None:
-            self._known(root, config)  # new input: the turn is anchored on it
+        saver, thread, root, resumed = found
+        note = None
+        if resumed and (root in self._anchors
+                        or await saver.aget_tuple(_lookup(thread, root)) is not None):
+            anchor = await self._aanchor(saver, thread, root, config, wait=False)
+            note = self.take_note(self._durable(thread, anchor, agent_id))
+        if note is None and self._first_check(config, root):
+            note = await self._aearlier(saver, thread, root, config, state)
+        return note
+
+    def _first_check(self, config: Mapping[str, Any] | None, root: str) -> bool:
+        """True the first time an invocation (else a step's checkpoint ``root``) is checked
+        for an earlier turn's rollback."""
+        key = pregel.invocation((config or {}).get("configurable") or {}) or root
+        if key in self._checked:
+            return False
+        with self._memo_lock:
+            self._checked[key] = True
+            while len(self._checked) > 4 * self.limit:
+                self._checked.popitem(last=False)
+        return True
+
+    def _keep_note(self, run: rac.Run, note: str | None) -> None:
+        if note is not None:
+            with self._memo_lock:
+                self._notes.setdefault(run.run_id, note)
+
+    def _earlier(self, saver: Any, thread: str, root: str, config: Mapping[str, Any] | None,
+                 state: Any) -> str | None:
+        """What the model must hear at an invocation of ``thread`` (a step of it runs from
+        ``root``) about the turn before it: that recovery rolled it back after it ended (its
+        run was left running: a call in doubt, a crash), unless the thread's messages show the
+        model was told; once per process. None otherwise."""
+        older = list(saver.list(_thread_config(thread), before=_lookup(thread, root),
+                                limit=_OWN_STEPS))
+        prev = _before_invocation(older, config)
+        if prev is None:
             return None
-        anchor = await self._aanchor(saver, thread, root, config, wait=False)
-        return self.take_note(self._durable(thread, anchor, agent_id))
+        return self._earlier_note(thread, self._anchor(saver, thread, _cid(prev), None,
+                                                       wait=False), state)
+
+    async def _aearlier(self, saver: Any, thread: str, root: str,
+                        config: Mapping[str, Any] | None, state: Any) -> str | None:
+        """Async :meth:`_earlier`."""
+        older = [c async for c in saver.alist(_thread_config(thread),
+                                              before=_lookup(thread, root), limit=_OWN_STEPS)]
+        prev = _before_invocation(older, config)
+        if prev is None:
+            return None
+        anchor = await self._aanchor(saver, thread, _cid(prev), None, wait=False)
+        return self._earlier_note(thread, anchor, state)
+
+    def _earlier_note(self, thread: str, anchor: str, state: Any) -> str | None:
+        run_id = turn_run_id(thread, anchor)
+        if run_id in self._announced or run_id in self._logged:
+            return None  # told already, or the turn this invocation resumes (its own note)
+        info = self.engine.store.get_run(run_id)
+        if info is None or info.status not in ROLLED_BACK or _told_in(state, run_id):
+            return None
+        with self._memo_lock:
+            if run_id in self._announced:
+                return None
+            self._announced[run_id] = True
+            while len(self._announced) > 4 * self.limit:
+                self._announced.popitem(last=False)
+        actions = [r for r in self.engine.store.get_records(run_id)
+                   if r.kind is RecordKind.ACTION]
+        emit("rac_langgraph.earlier_turn_told", run_id=run_id, status=str(info.status))
+        return Note(rolled_back_note(actions, earlier=True), run_id)
 
     @staticmethod
-    def _first_step(config: Mapping[str, Any] | None) -> tuple[Any, str, str] | None:
-        """The checkpointed thread of a step that is the first its invocation runs (a resumed
-        model step is one), else None."""
+    def _first_step(config: Mapping[str, Any] | None) -> tuple[Any, str, str, bool] | None:
+        """(checkpointer, thread, root checkpoint, whether it may resume a turn) of a step that
+        is among the first its invocation runs, else None. A resumed invocation runs its
+        first step at the step it started at (from a mid-turn checkpoint) or the next one
+        (from an ``input`` checkpoint, whose start comes first); new input runs the graph's
+        start at the next step and its first node one later."""
         found = _checkpointed(config)
         if found is None or config is None:
             return None
         start = pregel.loop_start(config)
-        metadata = config.get("metadata") or {}
-        step = metadata.get("langgraph_step")
-        if start is None or not isinstance(step, int) or step != int(start) + 1:
+        step = (config.get("metadata") or {}).get("langgraph_step")
+        if start is None or not isinstance(step, int):
             return None
-        return found
+        at = step - int(start)
+        if at not in (0, 1, 2):
+            return None
+        return (*found, at < 2)
 
     def end_turn(self, state: Any, config: Mapping[str, Any] | None) -> bool:
         """Mark the run of this turn completed (see ``rac.Run.finish``); it stays joinable by
@@ -583,14 +687,47 @@ def _brief(rec: rac.Record) -> str:
     return rec.tool
 
 
-def rolled_back_note(actions: Sequence[rac.Record]) -> str:
+class Note(str):
+    """What the model is told about a rolled-back run (``about``: its id, which the tool
+    message carrying it names in ``response_metadata["rac_rolled_back"]``)."""
+
+    about: str
+
+    def __new__(cls, text: str, about: str) -> Note:
+        note = super().__new__(cls, text)
+        note.about = about
+        return note
+
+
+#: The key of a tool message's ``response_metadata`` naming the run whose rollback it tells.
+TOLD_KEY = "rac_rolled_back"
+
+
+def _told_in(state: Any, run_id: str) -> bool:
+    """Whether a tool message of ``state`` told the model that ``run_id`` was rolled back."""
+    if state is None:
+        return False
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(
+        state, "messages", None)
+    if not isinstance(messages, list):
+        return False
+    return any((getattr(m, "response_metadata", None) or {}).get(TOLD_KEY) == run_id
+               for m in messages)
+
+
+def rolled_back_note(actions: Sequence[rac.Record], *, earlier: bool = False) -> str:
     """What the model is told about a turn that recovery rolled back while the thread was
-    away: what was undone, and what is still live or in doubt."""
+    away (``earlier``: the thread's previous turn, after it ended): what was undone, and what
+    is still live or in doubt."""
     undone = [_brief(r) for r in reversed(actions) if r.status is RecordStatus.COMPENSATED]
     left = [_brief(r) for r in reversed(actions)
             if r.status in (RecordStatus.COMPENSATION_FAILED, *_UNSETTLED)]
-    text = ("RAC: this turn was rolled back after the process running it stopped "
-            "(rac recover). ")
+    if earlier:
+        text = ("RAC: the previous turn of this conversation was rolled back after it ended "
+                "(rac recover: the process running it had stopped with work unsettled). ")
+    else:
+        text = ("RAC: this turn was rolled back after the process running it stopped "
+                "(rac recover). ")
     text += f"Undone, newest first: {', '.join(undone)}. " if undone else "Nothing was undone. "
     if left:
         text += (f"Not undone (may be live, needs attention): {', '.join(left)}. ")

@@ -11,13 +11,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+#: The names of secrets, one vocabulary for mapping keys (:func:`is_secret_key`) and for
+#: ``name=value`` / ``name: value`` pairs in free text (:func:`redact_text`).
+SECRET_NAMES = (
+    r"password|passwd|passphrase|secret|token(?!s)|api[_ -]?key|apikey|access[_-]?key"
+    r"|(?:stripe|signing|encryption|master|client|license|private|aws|ssh|session|secret"
+    r"|account)[_-]?key|authorization|credential|session[_-]?id|sessionid|jwt|cookie"
+    r"|signature|cvv|cvc")
 #: Keys whose values are replaced by :data:`REDACTED` wherever they appear.
-SECRET_KEY_PATTERN = re.compile(
-    r"password|passwd|passphrase|secret|token(?!s)|api[_-]?key|authorization|credential|"
-    r"private[_-]?key|card[_-]?(number|num|no)$|cvv|cvc",
-    re.IGNORECASE,
-)
-_SECRET_WHOLE_KEYS = frozenset({"auth", "pwd", "pin", "ssn", "pan", "cookie"})
+SECRET_KEY_PATTERN = re.compile(SECRET_NAMES + r"|card[_-]?(number|num|no)$", re.IGNORECASE)
+_SECRET_WHOLE_KEYS = frozenset({"auth", "pwd", "pin", "ssn", "pan", "sig", "otp",
+                                "set-cookie", "x-api-key", "bearer"})
 #: Digit runs that look like payment card numbers (13 to 19 digits, spaces or dashes allowed).
 CARD_NUMBER_PATTERN = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
 REDACTED = "[REDACTED]"
@@ -38,35 +42,98 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-#: Secrets written inside free text: a bearer/basic credential, and ``key=value`` pairs (query
-#: strings, form bodies, ``password: ...``) whose key names a secret.
-_BEARER_PATTERN = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
-_SECRET_PAIR_PATTERN = re.compile(
-    r"(?P<key>[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey"
-    r"|access[_-]?key|auth|credential|signature|sig|session[_-]?id|cvv|cvc)[A-Za-z0-9_.-]*)"
-    r"(?P<sep>[\"']?\s*[=:]\s*[\"']?)(?P<value>[^\s&\"',;}]+)",
-    re.IGNORECASE)
+#: Tokens that are secrets by their shape alone: Stripe-style live/test keys (``sk_live_``,
+#: ``sk-live-``, ``rk_test_``), OpenAI-style ``sk-...`` keys, GitHub and Slack tokens, AWS
+#: access key ids, JSON web tokens. Each starts with one of :data:`_TOKEN_STARTS`.
+_TOKEN = re.compile(
+    r"(?:sk|rk)[-_](?:live|test|proj)[-_][A-Za-z0-9_-]{6,}|sk-[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}(?![0-9A-Z])"
+    r"|eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}")
+_TOKEN_STARTS = ("sk-", "sk_", "rk-", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox",
+                 "AKIA", "eyJ")
+#: ``Bearer ...``, ``Basic ...``, ``Token ...`` (the word is checked case-insensitively).
+_BEARER = re.compile(r"[BbTt][A-Za-z]{4,5}\s+(?=[A-Za-z0-9._~+/=-]{6})")
+_BEARER_WORDS = frozenset({"bearer", "basic", "token"})
+_BEARER_VALUE = re.compile(r"[A-Za-z0-9._~+/=-]+")
+#: Where a digit run long enough for a card number starts (checked by CARD_NUMBER_PATTERN).
+_DIGITS = re.compile(r"[0-9][0-9 -]{11,}[0-9]")
+#: What may stand between a secret's name and its value: ``=``, ``:``, quotes, spaces.
+_SEPARATOR = re.compile(r"[=:]")
+#: A secret's name, at the end of the text before a separator (lower-cased, at most 64
+#: characters): ``password``, ``x_api_key``, ``"token"``, ``API key provided``, ``?key``.
+_NAME_BEFORE = re.compile(
+    r"(?:(?:" + SECRET_NAMES + r"|auth|sig)[a-z0-9_.-]*(?:\s+provided)?"
+    r"|[?&;](?:key|sig|code|pwd))[\"']?\s*\Z")
+_VALUE_AFTER = re.compile(r"\s*[\"']?([^\s&\"',;}]+)")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def _secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where ``text`` spells out a secret: (start, end, replacement) of each, in no order.
+    Every search is a C-level scan for a literal or a character class; Python code runs only
+    at the (rare) places such a scan stops, so the cost is linear in the text."""
+    spans: list[tuple[int, int, str]] = []
+    find = text.find
+    for start in _TOKEN_STARTS:  # tokens secret by their shape
+        i = find(start)
+        while i != -1:
+            if i == 0 or not _ASCII_WORD.match(text, i - 1):
+                m = _TOKEN.match(text, i)
+                if m is not None:
+                    spans.append((i, m.end(), REDACTED))
+            i = find(start, i + 1)
+    for m in _BEARER.finditer(text):  # Bearer / Basic / Token credentials
+        word = m.group(0).split(None, 1)[0].lower()
+        i = m.start()
+        if word in _BEARER_WORDS and (i == 0 or not _ASCII_WORD.match(text, i - 1)):
+            v = _BEARER_VALUE.match(text, m.end())
+            if v is not None and v.end() - m.end() >= 6:
+                spans.append((m.end(), v.end(), REDACTED))
+    for m in _SEPARATOR.finditer(text):  # name=value, name: value, ?key=value
+        i = m.start()
+        before = text[max(0, i - 64):i].lower()
+        if _NAME_BEFORE.search(before) is None:
+            continue
+        v = _VALUE_AFTER.match(text, i + 1)
+        if v is not None:
+            spans.append((v.start(1), v.end(1), REDACTED))
+    for m in _DIGITS.finditer(text):  # card numbers that pass the Luhn check
+        lo = max(0, m.start() - 1)
+        for c in CARD_NUMBER_PATTERN.finditer(text, lo, min(len(text), m.end() + 1)):
+            if _luhn_ok(re.sub(r"\D", "", c.group(0))):
+                spans.append((c.start(), c.end(), REDACTED))
+    return spans
+
+
+#: Characters one of the secret shapes needs (a text with none of them is clean).
+_NEEDS_SCAN = re.compile(r"[=:\s_-]|\d")
 
 
 def redact_text(text: str) -> str:
     """``text`` with the secrets it spells out replaced by :data:`REDACTED`: bearer tokens,
-    ``key=value``/``key: value`` pairs whose key names a secret (``?api_key=...``,
-    ``password=...``), and card numbers that pass the Luhn check. Applied to error messages
-    and string values before they are stored or emitted."""
-    if len(text) < 6:
+    ``name=value``/``name: value`` pairs whose name names a secret (``?api_key=...``,
+    ``password=...``, ``API key provided: ...``), ``?key=...`` in URLs, tokens secret by their
+    shape (``sk_live_...``, ``sk-...``, ``ghp_...``, JWTs), and card numbers that pass the
+    Luhn check. Applied to error messages and string values before they are stored or
+    emitted. Linear in the text's length (see :func:`_secret_spans`)."""
+    if len(text) < 6 or _NEEDS_SCAN.search(text) is None:
         return text
-    if any(c in text for c in "=:") or " " in text:
-        text = _BEARER_PATTERN.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-        text = _SECRET_PAIR_PATTERN.sub(
-            lambda m: f"{m.group('key')}{m.group('sep')}{REDACTED}", text)
-    if len(text) < 13 or not any(c.isdigit() for c in text):
+    spans = _secret_spans(text)
+    if not spans:
         return text
-
-    def repl(m: re.Match[str]) -> str:
-        digits = re.sub(r"\D", "", m.group(0))
-        return REDACTED if _luhn_ok(digits) else m.group(0)
-
-    return CARD_NUMBER_PATTERN.sub(repl, text)
+    spans.sort()
+    out: list[str] = []
+    at = 0
+    for start, end, repl in spans:
+        if start < at:  # overlaps one already replaced
+            if end > at:
+                at = end
+            continue
+        out.append(text[at:start])
+        out.append(repl)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 _redact_text = redact_text  # the name older modules import
@@ -246,8 +313,75 @@ def _learn_keys(value: dict[Any, Any]) -> bool:
 
 def store_value(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
     """Everything a value goes through before it is written to the log or an event: a
-    JSON-safe, redacted copy, capped at ``max_chars``."""
+    JSON-safe, redacted copy, capped at ``max_chars``.
+
+    A value that may be over the cap (:func:`_rough_size` stops counting there) is redacted
+    only as far as the truncated marker shows it: its size and hash come from one
+    serialisation of the value (``json.dumps``, in C), and redaction runs over the first
+    ``max_chars // 4`` characters (and a margin) only, so a 1 MB result costs a small multiple
+    of serialising it, not a redaction pass over all of it."""
     copied = plain_copy(value)
     if copied is not None:
         return copied
-    return cap(to_jsonable(value), max_chars)
+    if _rough_size(value, max_chars) <= max_chars:
+        return cap(to_jsonable(value), max_chars)
+    return _capped(value, max_chars)
+
+
+#: Characters redacted past the end of a truncated marker's prefix: a secret the cut
+#: falls inside is still seen whole enough to be recognised.
+_MARGIN = 512
+
+
+def _capped(value: Any, max_chars: int) -> Any:
+    """:func:`store_value` of a value that may exceed ``max_chars``."""
+    try:
+        text = json.dumps(value, default=_exact_leaf, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # odd keys, a cycle: the walk copes
+        text = json.dumps(to_jsonable(value, redact=False), default=str, ensure_ascii=False)
+    if len(text) <= max_chars:  # the estimate was high: it fits, redacted whole
+        return cap(to_jsonable(value), max_chars)
+    keep = max(max_chars // 4, 256)
+    head, _ = _head(value, keep + _MARGIN, 0)
+    prefix = json.dumps(head, default=str, ensure_ascii=False)[:keep]
+    return {"__truncated__": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "size": len(text), "prefix": prefix}
+
+
+def _exact_leaf(value: Any) -> Any:
+    return to_jsonable(value, redact=False)
+
+
+def _head(value: Any, budget: int, depth: int) -> tuple[Any, int]:
+    """A redacted JSON-safe copy of the start of ``value``: at least its first ``budget``
+    characters of JSON when it has that many, and little more; with the characters used."""
+    if type(value) is str:
+        if len(value) > budget:
+            value = value[:budget]
+        return redact_text(value), len(value) + 2
+    if depth > 32 or not isinstance(value, Mapping | list | tuple):
+        leaf = to_jsonable(value, _depth=depth)
+        if type(leaf) is str:
+            return _head(leaf, budget, depth)
+        return leaf, len(json.dumps(leaf, default=str, ensure_ascii=False))
+    used = 2
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if used > budget:
+                break
+            key = str(k)
+            if is_secret_key(key) and v is not None:
+                out[key], n = REDACTED, len(REDACTED) + 2
+            else:
+                out[key], n = _head(v, budget - used, depth + 1)
+            used += len(key) + 4 + n
+        return out, used
+    items: list[Any] = []
+    for v in value:
+        if used > budget:
+            break
+        item, n = _head(v, budget - used, depth + 1)
+        items.append(item)
+        used += n + 2
+    return items, used

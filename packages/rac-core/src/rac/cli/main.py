@@ -49,13 +49,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _configure_logging(verbose: bool) -> None:
+    if not verbose:
+        # RAC's events go to the standard library's logging when structlog is not configured
+        # (see rac.events): silenced there, and structlog (which imports rich: most of a
+        # read command's start-up) is never imported
+        rac_logger = logging.getLogger("rac")
+        rac_logger.setLevel(logging.CRITICAL + 1)
+        rac_logger.propagate = False
+        return
     import structlog
 
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper("iso"),
                     structlog.dev.ConsoleRenderer(colors=False)],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.DEBUG if verbose else logging.CRITICAL),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True)
 

@@ -15,7 +15,7 @@ from rac.models import Record, RecordKind, RecordStatus
 from rac.run.attempts import attempt
 from rac.run.keys import step_key
 from rac.run.reconcile import sent_key
-from rac.run.values import error_text, exact_copy, stored_copy
+from rac.run.values import error_text, exact_copy, redacted_by_source, stored_copy
 
 if TYPE_CHECKING:
     from rac.registry import Compensation
@@ -89,7 +89,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         return Undo("held", comp.tool, why)
     with run.lock:
         now = engine.clock.now()
-        stored = stored_copy(cargs, engine.max_value_chars)
+        stored = redacted_by_source(stored_copy(cargs, engine.max_value_chars), comp.args)
         crec = Record(run.run_id, run.next_seq(), comp.tool, RecordKind.COMPENSATION,
                       R.PENDING, rec.agent_id, rec.scope, stored, None, None, 1, key, [],
                       rec.seq, None, True, False, None, now, now, "",

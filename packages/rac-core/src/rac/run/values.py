@@ -25,6 +25,22 @@ def exact_copy(value: Any, stored: Any) -> dict[str, Any] | None:
     return None if full == stored else {"args": full}
 
 
+def redacted_by_source(stored: Any, mapping: Any) -> Any:
+    """Compensation arguments as the log shows them, redacted by where each one comes from as
+    well as by its own name: a parameter a declared mapping fills from a secret-named field
+    (``{"account": "args.stripe_key"}``) is :data:`rac.serialize.REDACTED` whatever its name."""
+    if not isinstance(mapping, Mapping) or not isinstance(stored, dict):
+        return stored
+    from rac.serialize import REDACTED, is_secret_key
+
+    secret = [param for param, path in mapping.items() if param in stored
+              and stored[param] is not None
+              and any(is_secret_key(part) for part in str(path).split(".")[1:])]
+    if not secret:
+        return stored
+    return {**stored, **dict.fromkeys(secret, REDACTED)}
+
+
 def error_text(err: BaseException) -> str:
     """An error as the log and the agent see it: its message (or type), secrets scrubbed,
     at most 2,000 characters."""

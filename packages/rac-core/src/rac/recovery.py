@@ -44,6 +44,7 @@ from rac.effects import drive_async, drive_sync
 from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
 from rac.leases import claim
+from rac.lifecycle import LifecycleError
 from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -495,7 +496,9 @@ def _retry_flow(engine: RAC, run_id: str, who: Ownership) -> Flow[RecoveredRun]:
             continue
         try:
             undo = yield from compensate(run, mine)
-        except ConflictError:
+        except (ConflictError, LifecycleError):
+            # the seq the other operator took, or the record it already moved on (its
+            # compensation finished before this one began): nothing of this try was written
             _repair_after_race(engine, run, mine)
             return RecoveredRun(run_id, "skipped", info.status,
                                 reason="another operator is resuming this run right now")

@@ -28,6 +28,7 @@ from llama_index.core.workflow import StopEvent
 from llama_index.core.workflow.handler import WorkflowHandler
 
 import rac
+from rac.adapters.resumed import RUN_ID_KEY, finished_notice, reopen, tell_first
 from rac_llamaindex.tool_table import RUN_CONTEXTS
 
 #: Gives the engine an enabled target uses now (enabling again with another engine switches it).
@@ -87,6 +88,46 @@ def offer(run: rac.Run, tools: dict[str, rac.ToolSet]) -> None:
         run.add_tools(tool_set, agent_id=agent)
 
 
+def saved_run_id(ctx: Any) -> str | None:
+    """The RAC run id a restored ``Context`` carries (saved in its state by the enabled
+    agents' steps, see :mod:`rac_llamaindex.turns`), when it resumes a workflow mid-run; None
+    for a fresh or reused context. The state store's read is lockless: it is read here, before
+    the workflow starts, without the event loop."""
+    if ctx is None or not getattr(ctx, "is_running", False):
+        return None
+    try:
+        pending = ctx.store.get(RUN_ID_KEY, default=None)
+    except Exception:  # noqa: BLE001 - a store RAC cannot read: nothing to resume
+        return None
+    try:
+        pending.send(None)
+    except StopIteration as done:
+        return done.value if isinstance(done.value, str) else None
+    except Exception:  # noqa: BLE001
+        return None
+    pending.close()  # a store that waits (a remote one): not read here
+    return None
+
+
+def _resumed_run(engine: rac.RAC, ctx: Any) -> rac.Run | None:
+    """The run a restored ``Context`` goes on with: the crashed run it was saved from,
+    reopened (its completed calls answered from the log, see :mod:`rac.adapters.resumed`);
+    or, when that run was rolled back while the context waited, a new run whose first call
+    tells the model what was undone; None for a context that resumes nothing."""
+    run_id = saved_run_id(ctx)
+    if run_id is None:
+        return None
+    reopened = reopen(engine, run_id)
+    if reopened is not None:
+        return reopened
+    notice = finished_notice(engine, run_id)
+    if notice is None:
+        return None
+    fresh = engine.run()
+    tell_first(fresh, notice)
+    return fresh
+
+
 def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,
                agent_id: Callable[[], str], tools: Callable[[], dict[str, rac.ToolSet]]
                ) -> Callable[..., WorkflowHandler]:
@@ -104,7 +145,7 @@ def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,
             joined = method(*args, **kwargs)
             RUN_CONTEXTS[current] = joined.ctx
             return joined
-        own = engine.run(agent_id=agent_id())
+        own = _resumed_run(engine, kwargs.get("ctx")) or engine.run(agent_id=agent_id())
         offer(own, tools())
         scope = contextvars.copy_context()
         handler = scope.run(_start, own, method, args, kwargs)

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 import rac
+from rac.adapters.resumed import RUN_ID_KEY
 
 R = TypeVar("R")
 
@@ -30,11 +31,24 @@ def counting_steps(take_step: Callable[..., Awaitable[R]], engine_of: Callable[[
     async def counted(*args: Any, **kwargs: Any) -> R:
         run = engine_of().current_run()
         if run is not None:
-            steps = _STEPS.setdefault(run, {})
+            steps = _STEPS.get(run)
+            if steps is None:  # the run's first step: its id goes into the workflow's state
+                steps = _STEPS.setdefault(run, {})
+                await _save_run_id(args[0] if args else kwargs.get("ctx"), run)
             steps[agent] = steps.get(agent, 0) + 1
         return await take_step(*args, **kwargs)
 
     return counted
+
+
+async def _save_run_id(ctx: Any, run: rac.Run) -> None:
+    """Write ``run``'s id into the workflow's state store, so that a ``Context`` saved from
+    now on (``ctx.to_dict()``) resumes this run (see :mod:`rac.adapters.resumed`)."""
+    store = getattr(ctx, "store", None)
+    if store is None:
+        return
+    if await store.get(RUN_ID_KEY, default=None) != run.run_id:
+        await store.set(RUN_ID_KEY, run.run_id)
 
 
 def batch_of(run: rac.Run, agent: str | None) -> Hashable | None:

@@ -15,6 +15,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from rac.adapters.resumed import replayed
 from rac.adapters.routing import AsyncInvoke as AsyncInvoker
 from rac.adapters.routing import Invoke as Invoker
 from rac.run import CallOutcome, Run
@@ -41,7 +42,12 @@ def execute(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
             agent_id: str | None = None, batch: Hashable | None = None,
             call_id: str | None = None) -> CallOutcome:
     """``run.execute`` for one call of the batch ``batch`` (None: a call of its own);
-    ``call_id`` is the framework's id of the call (see :attr:`rac.Record.call_id`)."""
+    ``call_id`` is the framework's id of the call (see :attr:`rac.Record.call_id`). In a run
+    reopened after a crash (:func:`rac.adapters.resumed.reopen`), a call the crashed process
+    made gets its logged outcome without running again."""
+    again = replayed(run, name, args, agent_id)
+    if again is not None:
+        return again
     if batch is not None and _BATCHES:
         return run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id,
                            batch=batch)  # type: ignore[call-arg, unused-ignore]
@@ -52,6 +58,9 @@ async def aexecute(run: Run, name: str, args: dict[str, Any], ainvoke: AsyncInvo
                    agent_id: str | None = None, batch: Hashable | None = None,
                    call_id: str | None = None) -> CallOutcome:
     """Async :func:`execute`."""
+    again = replayed(run, name, args, agent_id)
+    if again is not None:
+        return again
     if batch is not None and _BATCHES:
         return await run.aexecute(name, args, ainvoke, agent_id=agent_id, call_id=call_id,
                                   batch=batch)  # type: ignore[call-arg, unused-ignore]

@@ -79,7 +79,7 @@ def cli_figures(runs: int) -> dict[str, Any]:
         }
         out = {name: time_command(argv, runs) for name, argv in probes.items()}
     base = out['python -c "import rac"']
-    for name, fig in out.items():
+    for fig in out.values():
         fig["x_import_wall"] = round(fig["wall_ms"] / base["wall_ms"], 2)
         fig["x_import_cpu"] = round(fig["cpu_ms"] / base["cpu_ms"], 2)
     return out

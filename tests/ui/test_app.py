@@ -13,7 +13,9 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+import rac  # noqa: E402
 from rac.models import RecordStatus, RunStatus  # noqa: E402
+from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY  # noqa: E402
 from rac.ui.app import create_app  # noqa: E402
 from rac.ui.security import Guard, UIConfigError  # noqa: E402
 from tests.ui.support import SECRET, Log, make_log  # noqa: E402
@@ -294,3 +296,44 @@ def test_a_completed_run_is_previewed_then_undone_from_its_page(log: Log) -> Non
     again = c.post(f"/runs/{log.completed}/undo",
                    data={"by": "ann", "csrf": csrf, "mode": "undo", "note": "x"})
     assert again.status_code == 409 and "only a completed run" in again.text
+
+
+class _HoldsCharges:
+    @rac.hookimpl
+    def rac_approve_compensation(self, record: rac.Record) -> bool | None:
+        return False if record.tool == "charge_card" else None
+
+
+def test_a_held_undo_is_kept_held_then_approved_and_run_from_the_run_page(log: Log) -> None:
+    """Issue 31's "approve or hold a compensation": the held refund shows both decisions;
+    keeping it held writes who and why and runs nothing; approving it runs the refund at once
+    (the UI's engine resumes the run) and the run leaves the queue."""
+    holder = rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+                     tools=log.world.tools(), store=log.url, load_entrypoints=False,
+                     plugins=[_HoldsCharges()])
+    with holder.run() as run:
+        run.call("charge_card", customer="zoe", amount=900.0)
+        run.rollback("the customer cancelled")
+    holder.close()
+    held = run.run_id
+    c = signed_in(client(log))
+    page = c.get(f"/runs/{held}").text
+    assert "id='approve-1'" in page and "id='hold-1'" in page
+    csrf = csrf_of(page)
+    kept = c.post(f"/runs/{held}/hold", data={"seq": "1", "by": "ann", "csrf": csrf,
+                                              "note": "disputed"})
+    assert kept.status_code == 303
+    rec = log.engine.store.get_records(held)[0]
+    assert "kept held by ann" in rec.note and rec.status is RecordStatus.COMPLETED
+    assert "zoe" in [b["who"] for b in log.world.live()]
+    no_note = c.post(f"/runs/{held}/approve", data={"seq": "1", "by": "ann", "csrf": csrf})
+    assert no_note.status_code == 400
+    done = c.post(f"/runs/{held}/approve", data={"seq": "1", "by": "ann", "csrf": csrf,
+                                                 "note": "the bank agreed"})
+    assert done.status_code == 303, done.text
+    assert "zoe" not in [b["who"] for b in log.world.live()]
+    assert log.engine.store.get_run(held).status is RunStatus.COMPENSATED
+    assert "resumed: compensated" in c.get(done.headers["location"]).text
+    again = c.post(f"/runs/{held}/approve", data={"seq": "1", "by": "ann", "csrf": csrf,
+                                                  "note": "x"})
+    assert again.status_code == 409 and "no compensation of it is held" in again.text

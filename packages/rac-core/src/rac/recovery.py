@@ -439,10 +439,11 @@ async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LE
 
 # -- a live owner's run: its dead letters only -------------------------------------------------
 def held(record: Record) -> bool:
-    """True if ``record`` is an action whose compensation a rollback held for approval."""
-    note = record.note or ""
-    return record.status is RecordStatus.COMPLETED and note.startswith("compensation via ") \
-        and note.endswith(" held for approval")
+    """True if ``record`` is an action whose compensation a rollback held for approval
+    (whatever a person decided about it since: see :mod:`rac.approvals`)."""
+    from rac.approvals import is_held
+
+    return is_held(record)
 
 
 def _retry_sync(engine: RAC, run_id: str, who: Ownership) -> RecoveredRun:

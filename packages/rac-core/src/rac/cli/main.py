@@ -32,7 +32,8 @@ Command = Callable[[argparse.Namespace], int]
 #: nothing heavy at module level (``rac runs`` must start fast).
 COMMAND_MODULES = ["rac.cli.demo_command", "rac.cli.inspect_commands",
                    "rac.cli.recovery_commands", "rac.cli.pairs_commands",
-                   "rac.cli.prove_command", "rac.cli.ui_command", "rac.cli.undo_command"]
+                   "rac.cli.prove_command", "rac.cli.ui_command", "rac.cli.undo_command",
+                   "rac.cli.approval_commands"]
 
 OK, UNSETTLED, USAGE, NOT_REACHED, INTERNAL, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 3, 70, 130, 141
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rac.approvals import decision
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
 from rac.lifecycle import UNCERTAIN_NOTE, uncertain
@@ -71,11 +72,17 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
             run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
         return Undo("failed", comp.tool, msg)
     raised = None
+    person = decision(rec, comp.tool)  # rac approve / rac hold: outranks the plugins
+    if person is False:  # kept held on purpose: the note keeps who and why
+        run.log.event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
+                      status="held", error="kept held by a person")
+        return Undo("held", comp.tool, "kept held by a person (rac hold)")
     try:
         # fail closed: an approval plugin that raises holds the compensation (it is never
         # taken for "no answer", which the default would approve)
-        approved = engine.hooks.first("rac_approve_compensation", propagate=(Exception,),
-                                      engine=engine, record=rec, compensation=comp, args=cargs)
+        approved = True if person else engine.hooks.first(
+            "rac_approve_compensation", propagate=(Exception,), engine=engine, record=rec,
+            compensation=comp, args=cargs)
     except Exception as e:  # noqa: BLE001 - held and named, the rollback goes on
         approved = False
         raised = f"the approval hook raised {type(e).__name__}: {error_text(e)}"

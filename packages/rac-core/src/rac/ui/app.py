@@ -299,6 +299,34 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
         return _done(ui, back, f"undo by {by}: {undone} undone, {len(done.conflicts)} left "
                                f"alone; the run is {done.status}", by)
 
+    async def person_decision(request: Request) -> Response:
+        from rac.approvals import decide as decide_undo
+
+        run_id = request.path_params["run_id"]
+        what = "approve" if request.url.path.endswith("/approve") else "hold"
+        back = f"/runs/{quote(run_id)}"
+        form = await request.form()
+        by, note = str(form.get("by") or "").strip(), str(form.get("note") or "").strip()
+        try:
+            seq = int(str(form.get("seq") or ""))
+        except ValueError:
+            return ui.fail(request, 400, "Bad request", "Which record? The form has no seq.",
+                           back)
+        if not by or not note:
+            return ui.fail(request, 400, "Say who and why",
+                           "A decision needs your name and a note saying why.", back)
+        try:
+            decide_undo(ui.resolver(), run_id, seq, what, note=note, by=by)  # type: ignore[arg-type]
+        except KeyError as e:
+            return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
+        except (RACError, ValueError) as e:
+            return ui.fail(request, 409, "Not decided", str(e), back)
+        said = f"#{seq}: undo {'approved' if what == 'approve' else 'kept held'} by {by}"
+        if what == "approve" and ui.engine is not None:
+            outcome = await ui.engine.aresume(run_id)
+            said += f"; resumed: {outcome.outcome}"
+        return _done(ui, back, said, by)
+
     async def decide(request: Request) -> Response:
         from rac.resolver.book import decide_pair, pair_book
 
@@ -331,6 +359,10 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
             Route("/runs/{run_id:path}/resume", _guarded(ui, resume, action=True),
                   methods=["POST"]),
             Route("/runs/{run_id:path}/undo", _guarded(ui, undo, action=True),
+                  methods=["POST"]),
+            Route("/runs/{run_id:path}/approve", _guarded(ui, person_decision, action=True),
+                  methods=["POST"]),
+            Route("/runs/{run_id:path}/hold", _guarded(ui, person_decision, action=True),
                   methods=["POST"]),
             Route("/pairs/{key}/{verdict:str}", _guarded(ui, decide, action=True),
                   methods=["POST"]),

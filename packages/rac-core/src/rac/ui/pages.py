@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from rac.approvals import is_held
 from rac.cli.render import happened
 from rac.cli.render import next_step as plain_next_step
 from rac.lifecycle import may_be_live
@@ -187,6 +188,15 @@ def _live_box(info: RunInfo, live: Sequence[Record], viewer: Viewer) -> str:
                     f"{_csrf(viewer)}<input type=hidden name=seq value={r.seq}>{_who(viewer)} "
                     "<input type=text name=note placeholder='what you did (kept in the log)' "
                     f"required size=36> <button id='resolve-{r.seq}'>resolve</button></form>")
+            if is_held(r):
+                form += "".join(
+                    f"<form class=inline method=post action='/runs/{escape(info.run_id)}/{verb}'>"
+                    f"{_csrf(viewer)}<input type=hidden name=seq value={r.seq}>{_who(viewer)} "
+                    f"<input type=text name=note placeholder='why' required size=20> "
+                    f"<button id='{verb}-{r.seq}'>{label}</button></form>"
+                    for verb, label in (("approve", "approve the undo"
+                                         + (" and run it" if viewer.has_engine else "")),
+                                        ("hold", "keep it held")))
         items.append(f"<li><b>#{r.seq} {escape(r.tool)}</b> ({escape(str(r.status))}, happened: "
                      f"{escape(did)}) — {escape(why or r.error or '')} {form}</li>")
     resume = ""

@@ -30,9 +30,16 @@ from semantic_kernel.filters import AutoFunctionInvocationContext, FunctionInvoc
 from semantic_kernel.functions import FunctionResult, KernelArguments
 
 import rac
-from rac.adapters import aexecute, aroute, failure_text
+from rac.adapters import CallRefused, aexecute, aroute, failure_text
+from rac.run.outcome import unwrap
 from rac_semantic_kernel.declarations import adopt_declarations
-from rac_semantic_kernel.functions import CONTROL_PLUGINS, KernelFunctions, Naming, signature
+from rac_semantic_kernel.functions import (
+    CONTROL_PLUGINS,
+    RAC_CALLING,
+    KernelFunctions,
+    Naming,
+    signature,
+)
 from rac_semantic_kernel.mcp_plugins import adopt_mcp_plugin, mcp_target
 from rac_semantic_kernel.runs import InvocationRuns, runs_of
 from rac_semantic_kernel.values import plain_value
@@ -40,8 +47,10 @@ from rac_semantic_kernel.values import plain_value
 #: Text SK's handler puts in place of an exception it caught.
 SK_ERROR_PREFIX = "An error occurred while invoking the function "
 
-# [function's fully qualified name, exception it raised]: set by the auto filter around next.
+# [function's fully qualified name, exception it raised, whether RAC's function filter was
+# reached]: set by the auto filter around next.
 _RAISED: ContextVar[list[Any] | None] = ContextVar("rac_semantic_kernel_raised", default=None)
+
 
 Next = Callable[[Any], Awaitable[None]]
 
@@ -192,14 +201,18 @@ class FunctionCallFilter:
                 call_args = copy(base)  # (copying and assigning cost ~15 µs: not on every call)
                 call_args.update(args)
                 ctx.arguments = call_args
-            slot: list[Any] = [full, None]
+            slot: list[Any] = [full, None, False]
             token = _RAISED.set(slot)
+            self._innermost(kernel)
             try:
                 await next(ctx)
             finally:
                 _RAISED.reset(token)
             if slot[1] is not None:
                 raise slot[1]
+            if not slot[2]:  # a filter outside RAC's answered without calling the function
+                raise CallRefused(ctx.function_result,
+                                  f"{name} was not run: a filter of the kernel answered for it")
             value = ctx.function_result.value if ctx.function_result is not None else None
             if isinstance(value, str) and value.startswith(SK_ERROR_PREFIX):
                 raise InvocationError(value)
@@ -211,10 +224,13 @@ class FunctionCallFilter:
                 return None
 
             async def invoke(args: dict[str, Any]) -> Any:
+                marker = RAC_CALLING.set(target.fully_qualified_name)
                 try:
                     result = await target.invoke(kernel, KernelArguments(**args))
                 except FunctionExecutionException as e:
                     raise real_error(e) from e
+                finally:
+                    RAC_CALLING.reset(marker)
                 answered[0] = result
                 return plain_value(result.value if result is not None else None)
 
@@ -238,13 +254,75 @@ class FunctionCallFilter:
             value = answered[0].value if answered[0] is not None else outcome.result
             ctx.function_result = FunctionResult(function=fn.metadata, value=value)
 
+    def _innermost(self, kernel: Kernel) -> None:
+        """Keep RAC's function filter the innermost of the kernel's: filters run in
+        registration order, and a user's error-handling filter added after ``enable_rac``
+        would otherwise catch a function's exception before RAC saw it (a failed call logged
+        completed, nothing rolled back)."""
+        filters = kernel.function_invocation_filters  # the first is the innermost (SK's
+        if filters and getattr(filters[0][1], "__self__", None) is self:  # add_filter
+            return  # inserts at 0, construct_call_stack wraps from the front)
+        for i, (_, f) in enumerate(filters):
+            if getattr(f, "__self__", None) is self:
+                filters.insert(0, filters.pop(i))
+                return
+
     async def function(self, ctx: FunctionInvocationContext, next: Next) -> None:
         """FUNCTION_INVOCATION filter: note the exception the called function raised, for the
-        auto filter, before SK's handler turns it into text."""
+        auto filter, before SK's handler turns it into text. A function invoked directly
+        (``kernel.invoke(...)``, not by the model) while a run of the engine is open is a call
+        of that run: logged, retried and undone like the model's calls, never invisible."""
+        slot = _RAISED.get()
+        full = ctx.function.fully_qualified_name
+        if slot is None and RAC_CALLING.get() != full \
+                and ctx.function.plugin_name not in CONTROL_PLUGINS:
+            run = self.engine.current_run()
+            if run is not None:
+                await self._direct(ctx, next, run)
+                return
+        if slot is not None and slot[0] == full:
+            slot[2] = True
         try:
             await next(ctx)
         except Exception as e:
-            slot = _RAISED.get()
-            if slot is not None and slot[0] == ctx.function.fully_qualified_name:
+            if slot is not None and slot[0] == full:
                 slot[1] = real_error(e)
             raise
+
+    async def _direct(self, ctx: FunctionInvocationContext, next: Next, run: rac.Run) -> None:
+        """Run a directly invoked function as a call of ``run``; an unrecoverable failure
+        leaves ``kernel.invoke`` as :class:`rac.ToolCallFailed` (its report says what was
+        undone)."""
+        kernel = ctx.kernel
+        self._innermost(kernel)
+        state = self.prepare(kernel)
+        functions, tool_set = state.functions, state.tool_set
+        assert functions is not None and tool_set is not None
+        agent = self.agent_id or run.agent_id
+        run.add_tools(tool_set, agent_id=agent)
+        full = ctx.function.fully_qualified_name
+        name = functions.logged.get(full, full)
+        base = ctx.arguments
+        params = functions.params.get(name)
+        requested = {p: base[p] for p in params if p in base} if params is not None \
+            else dict(base)
+
+        async def through_filters(args: dict[str, Any]) -> Any:
+            if args != requested:
+                call_args = copy(base)
+                call_args.update(args)
+                ctx.arguments = call_args
+            try:
+                await next(ctx)
+            except FunctionExecutionException as e:
+                raise real_error(e) from e
+            return plain_value(ctx.result.value if ctx.result is not None else None)
+
+        outcome = await aexecute(run, name, requested, aroute(
+            run, name, through_filters,
+            hint="add it to the kernel, or register it with rac.RAC(tools=[...])",
+            agent_id=agent), agent_id=self.agent_id)
+        if not outcome.ok:
+            unwrap(outcome)
+        if outcome.tool != name:  # an alternative answered for the invoked function
+            ctx.result = FunctionResult(function=ctx.function.metadata, value=outcome.result)

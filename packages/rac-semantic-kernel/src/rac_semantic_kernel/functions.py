@@ -10,6 +10,7 @@ function name (then two plugins may not share one). Declarations may say ``plugi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from semantic_kernel import Kernel
@@ -43,12 +44,21 @@ def _schema(fn: KernelFunction) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required}
 
 
+#: The fully qualified name of a function RAC itself invokes (a compensation, an alternative):
+#: RAC's function filter lets that invocation through instead of logging it as a new call.
+RAC_CALLING: ContextVar[str | None] = ContextVar("rac_semantic_kernel_calling", default=None)
+
+
 def function_tool(kernel: Kernel, fn: KernelFunction, name: str) -> rac.Tool:
     """A RAC tool that invokes ``fn`` on ``kernel`` (its function filters run; the result is
     the function's value, SK content made plain)."""
 
     async def acall(args: dict[str, Any]) -> Any:
-        result = await fn.invoke(kernel, KernelArguments(**args))
+        marker = RAC_CALLING.set(fn.fully_qualified_name)
+        try:
+            result = await fn.invoke(kernel, KernelArguments(**args))
+        finally:
+            RAC_CALLING.reset(marker)
         return plain_value(result.value if result is not None else None)
 
     schema = _schema(fn)

@@ -13,11 +13,11 @@ except ImportError as e:  # no RAC core at all, or another project's `rac` modul
 
 require_core("robust-agent-compensation-semantic-kernel")
 
-from rac_semantic_kernel.enable import enable_rac, enabled_engine
+from rac_semantic_kernel.enable import enable_rac, enabled_engine, prepare_recovery
 from rac_semantic_kernel.filters import FunctionCallFilter, InvocationError
 from rac_semantic_kernel.mcp_plugins import MCPToolError
 
 __version__ = "0.1.0"
 
 __all__ = ["FunctionCallFilter", "InvocationError", "MCPToolError", "enable_rac",
-           "enabled_engine"]
+           "enabled_engine", "prepare_recovery"]

@@ -9,9 +9,10 @@ from semantic_kernel import Kernel
 from semantic_kernel.filters import FilterTypes
 
 from rac import RAC, ConfigurationError
+from rac_semantic_kernel.declarations import adopt_declarations
 from rac_semantic_kernel.engine_setup import engine_for
 from rac_semantic_kernel.filters import FunctionCallFilter
-from rac_semantic_kernel.functions import NAMINGS, Naming
+from rac_semantic_kernel.functions import NAMINGS, KernelFunctions, Naming
 
 T = TypeVar("T")
 
@@ -98,3 +99,18 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
     kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, filters.auto)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, filters.function)
     return target
+
+
+def prepare_recovery(engine: RAC, kernel: Kernel, *, agent_id: str | None = None,
+                     names: Naming = "plugin-function") -> RAC:
+    """Make ``kernel``'s functions callable by ``engine`` without a model (returns ``engine``):
+    what a start-up ``engine.recover()`` needs to undo the runs of a process that died, whose
+    records name functions as the log does (``travel-book_flight``). The engine's declarations
+    are adopted under those names, as ``enable_rac`` does. ``agent_id``: the functions are that
+    agent's (two agents' plugins may share a name: give each agent's kernel with its id)."""
+    if names not in NAMINGS:
+        raise ConfigurationError(f"names must be one of {NAMINGS}, got {names!r}")
+    functions = KernelFunctions(kernel, names)
+    adopt_declarations(engine, functions)
+    engine.register_tools(functions.tools(), agent_id=agent_id)
+    return engine

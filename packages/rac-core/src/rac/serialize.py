@@ -59,11 +59,41 @@ _BEARER_VALUE = re.compile(r"[A-Za-z0-9._~+/=-]+")
 _DIGITS = re.compile(r"[0-9][0-9 -]{11,}[0-9]")
 #: What may stand between a secret's name and its value: ``=``, ``:``, quotes, spaces.
 _SEPARATOR = re.compile(r"[=:]")
-#: A secret's name, at the end of the text before a separator (lower-cased, at most 64
-#: characters): ``password``, ``x_api_key``, ``"token"``, ``API key provided``, ``?key``.
-_NAME_BEFORE = re.compile(
-    r"(?:(?:" + SECRET_NAMES + r"|auth|sig)[a-z0-9_.-]*(?:\s+provided)?"
-    r"|[?&;](?:key|sig|code|pwd))[\"']?\s*\Z")
+#: A secret's name before a separator (``password``, ``x_api_key``, ``"token"``, ``API key
+#: provided``, ``?key``): the words that name one.
+_NAME_WORDS = re.compile(r"(?:" + SECRET_NAMES + r"|auth|sig)", re.IGNORECASE)
+#: The characters of a secret's name, read backwards from a separator (on the reversed text).
+_NAME_REVERSED = re.compile(r"\s*[\"']?((?:dedivorp\s+)?)([a-z0-9_.-]*[a-z0-9_-])([?&;]?)")
+_QUERY_NAMES = frozenset({"key", "sig", "code", "pwd"})
+_WORD_BEFORE = re.compile(r" ([a-z]{2,20})")
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_secret(name: str, query: bool) -> bool:
+    return (query and name in _QUERY_NAMES) or _NAME_WORDS.search(name) is not None
+
+
+def _secret_name_before(text: str, i: int) -> bool:
+    """True if the separator at ``text[i]`` follows a secret's name (``password``,
+    ``x_api_key "``, ``API key provided``, ``?key``): read backwards from it, with one
+    anchored match on the reversed 64 characters before it."""
+    before = text[max(0, i - 64):i].lower()[::-1]
+    m = _NAME_REVERSED.match(before)
+    if m is None:
+        return False
+    name = m.group(2)[::-1]
+    if m.group(1) and name.endswith(("api key", "api_key", "api-key")):
+        return True
+    if m.group(1):  # "... key provided:": the words before "provided"
+        rest = before[m.end(1):]
+        words = re.match(r"[a-z _-]{1,20}", rest)
+        return words is not None and _NAME_WORDS.search(words.group(0)[::-1]) is not None
+    if _names_a_secret(name, bool(m.group(3))):
+        return True
+    two = _WORD_BEFORE.match(before, m.end(2))  # "api key", "secret token": two words
+    return two is not None and _names_a_secret(f"{two.group(1)[::-1]} {name}", False)
+
+
 _VALUE_AFTER = re.compile(r"\s*[\"']?([^\s&\"',;}]+)")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]")
 
@@ -91,8 +121,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
                 spans.append((m.end(), v.end(), REDACTED))
     for m in _SEPARATOR.finditer(text):  # name=value, name: value, ?key=value
         i = m.start()
-        before = text[max(0, i - 64):i].lower()
-        if _NAME_BEFORE.search(before) is None:
+        if not _secret_name_before(text, i):
             continue
         v = _VALUE_AFTER.match(text, i + 1)
         if v is not None:
@@ -111,9 +140,39 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
 #: the separate scans of :func:`_secret_spans` are faster (this one stops at every ``e``,
 #: ``s``, ``t``...).
 _MAY_HOLD_A_SECRET = re.compile(
-    r"[=:]|(?:sk|rk)[-_]|gh[pousr]_|xox[abprs]-|AKIA|eyJ"
-    r"|(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)\s|[0-9][0-9 -]{11,}[0-9]")
+    r"(?P<sep>[=:])|(?P<tok>(?:sk|rk)[-_]|gh[pousr]_|xox[abprs]-|AKIA|eyJ)"
+    r"|(?P<bear>(?:[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN)\s+)"
+    r"|(?P<card>[0-9][0-9 -]{11,}[0-9])")
 _SHORT = 256
+
+
+def _short_spans(text: str) -> list[tuple[int, int, str]]:
+    """:func:`_secret_spans` of a short text, from the one scan of :data:`_MAY_HOLD_A_SECRET`
+    (one call instead of a scan per shape: what a short text costs is calls, not characters)."""
+    spans: list[tuple[int, int, str]] = []
+    for m in _MAY_HOLD_A_SECRET.finditer(text):
+        kind, i = m.lastgroup, m.start()
+        if kind == "sep":
+            if _secret_name_before(text, i):
+                v = _VALUE_AFTER.match(text, i + 1)
+                if v is not None:
+                    spans.append((v.start(1), v.end(1), REDACTED))
+        elif kind == "card":
+            for c in CARD_NUMBER_PATTERN.finditer(text, max(0, i - 1),
+                                                  min(len(text), m.end() + 1)):
+                if _luhn_ok(re.sub(r"\D", "", c.group(0))):
+                    spans.append((c.start(), c.end(), REDACTED))
+        elif i and _ASCII_WORD.match(text, i - 1):
+            continue  # inside a word: "task_id", "subtoken"
+        elif kind == "tok":
+            t = _TOKEN.match(text, i)
+            if t is not None:
+                spans.append((i, t.end(), REDACTED))
+        else:
+            v = _BEARER_VALUE.match(text, m.end())
+            if v is not None and v.end() - m.end() >= 6:
+                spans.append((m.end(), v.end(), REDACTED))
+    return spans
 
 
 def redact_text(text: str) -> str:
@@ -124,9 +183,9 @@ def redact_text(text: str) -> str:
     Luhn check. Applied to error messages and string values before they are stored or
     emitted. Linear in the text's length (see :func:`_secret_spans`)."""
     n = len(text)
-    if n < 6 or (n <= _SHORT and _MAY_HOLD_A_SECRET.search(text) is None):
+    if n < 6:
         return text
-    spans = _secret_spans(text)
+    spans = _short_spans(text) if n <= _SHORT else _secret_spans(text)
     if not spans:
         return text
     spans.sort()
@@ -289,7 +348,7 @@ def cap(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
 
 def plain_copy(value: Any) -> dict[str, Any] | None:
     """A copy of ``value`` if it is a small flat dict of scalars under plain string keys, whose
-    strings are too short to hold a card number (most tool arguments and results): such a dict
+    strings hold nothing that could be a secret (most tool arguments and results): such a dict
     needs no redaction and no cap, so the copy is what the log stores. None otherwise."""
     if type(value) is not dict or len(value) > 64:
         return None
@@ -299,8 +358,11 @@ def plain_copy(value: Any) -> dict[str, Any] | None:
         tv = type(v)
         if tv is str:
             # long enough to hold a card number, or a short "key=value" that may spell out a
-            # secret: the general path redacts it
-            if len(v) >= 13 or (len(v) >= 5 and ("=" in v or ":" in v)):
+            # secret: checked here when short (ids, UUIDs, timestamps, URLs: the redaction
+            # finds nothing and hands the same string back), else left to the general path
+            n = len(v)
+            if (n >= 13 or (n >= 5 and ("=" in v or ":" in v))) and (
+                    n > _SHORT or redact_text(v) is not v):
                 return None
         elif tv not in _SCALAR_TYPES:
             return None

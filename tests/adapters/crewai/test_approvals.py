@@ -3,6 +3,7 @@ the user's approver or by a person at CrewAI's tool-hook prompt, in a real crew.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -96,3 +97,53 @@ def test_without_an_approver_an_approve_tool_is_refused_as_waiting() -> None:
     assert world.calls.get("charge_card", 0) == 0
     assert [b["kind"] for b in world.live()] == ["flight"]
     assert "waits for approval" in told(llm, "charge_card")[0]
+
+
+def test_two_approvals_of_one_turn_are_asked_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model asks for two charges in one turn; CrewAI runs both calls at once. The person
+    # answers the newest question on the screen: "approve" for 120, "no" for 9000. With two
+    # questions open at once, the 120 call could read the "no" and the 9000 call the
+    # "approve"; asked one at a time, each answer goes to its own question.
+    from crewai.hooks import tool_hooks
+
+    screen: list[str] = []
+    answered: set[int] = set()
+    lock = threading.Lock()
+    together = threading.Barrier(2)
+    at_once = {"now": 0, "most": 0}
+    shown = tool_hooks.PRINTER.print
+
+    def printed(content: str = "", *args: Any, **kw: Any) -> None:
+        with lock:
+            screen.append(str(content))
+        shown(content, *args, **kw)
+
+    def person(*_: Any) -> str:
+        with lock:
+            at_once["now"] += 1
+            at_once["most"] = max(at_once["most"], at_once["now"])
+        try:  # a person takes a moment: a second question shown meanwhile is seen too
+            together.wait(timeout=3)
+        except threading.BrokenBarrierError:
+            pass
+        with lock:
+            at_once["now"] -= 1
+            i = max(i for i, line in enumerate(screen)
+                    if "cannot be undone" in line and i not in answered)
+            answered.add(i)
+            return "approve" if "120.0" in screen[i] else "no"
+
+    monkeypatch.setattr(tool_hooks.PRINTER, "print", printed)
+    monkeypatch.setattr("builtins.input", person)
+    world = TravelWorld()
+    big = {"customer": "ann", "amount": 9000.0}
+    crew, llm = payment_crew(world, [[("charge_card", CHARGE), ("charge_card", big)], "done"])
+    enable_rac(crew, irreversible_engine(), approver=ask_in_console)
+
+    crew.kickoff()
+
+    assert at_once["most"] == 1
+    assert [b["amount"] for b in world.live()] == [120.0]
+    results = told(llm, "charge_card")
+    assert sum("approval was denied" in r for r in results) == 1

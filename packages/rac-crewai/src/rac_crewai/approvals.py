@@ -11,6 +11,7 @@ that does. A denied or unanswered approval is what the agent reads, and the call
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from rac_crewai.caller import current_call_context
 
 #: The name :class:`CrewApprovals` is registered under on an engine.
 PLUGIN_NAME = "rac_crewai.approvals"
+#: Held while a person is asked at the console (one question, one answer at a time).
+CONSOLE = threading.Lock()
 #: Answers that approve in :func:`ask_in_console`.
 YES = frozenset({"approve", "approved", "yes", "y"})
 
@@ -42,12 +45,18 @@ class Approval:
 
     def ask(self, prompt: str, default_message: str = "Type 'approve' to run it:") -> str:
         """Ask a person at the console through CrewAI's tool-hook prompt
-        (``ToolCallHookContext.request_human_input``); their answer."""
+        (``ToolCallHookContext.request_human_input``); their answer.
+
+        One question at a time in the process: the calls of one model turn run in parallel
+        threads, and two prompts open at once would race for the console's one input, so an
+        answer typed for one call could be read by the other (approving the other charge).
+        A second call's question waits until the first one is answered."""
         if self.hook_context is None:
             raise RuntimeError(f"no CrewAI tool call to ask about {self.tool!r} from: it is "
                                "not being called by a CrewAI agent")
-        return str(self.hook_context.request_human_input(prompt=prompt,
-                                                         default_message=default_message))
+        with CONSOLE:
+            return str(self.hook_context.request_human_input(prompt=prompt,
+                                                             default_message=default_message))
 
 
 Approver = Callable[[Approval], "bool | None"]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
+import pytest
 from crewai import Agent, Crew, Process, Task
 from crewai.hooks.dispatch import InterceptionPoint, scoped_hooks
 
 import rac
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_rollback_order
-from rac_crewai import enable_rac
+from rac_crewai import enable_rac, enable_rac_for_agent
 from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
@@ -167,7 +169,7 @@ class HeldHotelTrip:
     CrewAI hook (before RAC sees it) until the car's failure has started the rollback, so it
     begins after the rollback and must not run at all."""
 
-    def __init__(self, later: list[Any]) -> None:
+    def __init__(self, later: list[Any], *, alone: bool = False) -> None:
         self.world = TravelWorld()
         self.signals = Signals()
         self.world.fail("book_car", "permanent", message="no cars")
@@ -182,7 +184,10 @@ class HeldHotelTrip:
                                                           expected_output="x",
                                                           agent=self.agent)])
         self.eng = engine(plugins=[self.signals])
-        enable_rac(self.crew, self.eng)
+        if alone:  # the agent enabled by itself, in no enabled crew
+            enable_rac_for_agent(self.agent, self.eng)
+        else:
+            enable_rac(self.crew, self.eng)
 
     def hold_hotel(self, context: Any) -> None:
         if context.tool_name == "book_hotel":
@@ -211,15 +216,21 @@ def test_parallel_sibling_starting_after_the_rollback_began_is_refused() -> None
     assert "no cars" in told(llm, "book_car")[0]
 
 
-def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started() -> None:
-    # The agent of an enabled crew, used on its own: its kickoff's parallel calls are one
-    # batch too (the hotel call, held until the car's failure started the rollback, is
-    # refused rather than run and undone).
-    trip = HeldHotelTrip(["nothing booked"])
+@pytest.mark.parametrize("how", ["crew member", "enabled alone", "enabled alone, akickoff"])
+def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started(
+        how: str) -> None:
+    # The agent of an enabled crew used on its own, or an agent enabled by itself
+    # (enable_rac_for_agent): its kickoff's parallel calls are one batch too (the hotel call,
+    # held until the car's failure started the rollback, is refused rather than run, and the
+    # agent is never told the world is back while the hotel is live).
+    trip = HeldHotelTrip(["nothing booked"], alone=how != "crew member")
     world, llm, eng = trip.world, trip.llm, trip.eng
 
     with trip.holding():
-        trip.agent.kickoff("Book ann's trip to Paris")
+        if how.endswith("akickoff"):
+            asyncio.run(trip.agent.akickoff("Book ann's trip to Paris"))
+        else:
+            trip.agent.kickoff("Book ann's trip to Paris")
 
     assert not trip.signals.missed, f"waits that ran out ({WAIT:g} s): {trip.signals.missed}"
     assert world.calls.get("book_hotel", 0) == 0
@@ -235,3 +246,92 @@ def test_agent_kicked_off_alone_refuses_a_parallel_sibling_that_had_not_started(
         "book_car": (RecordKind.ACTION, RecordStatus.FAILED, 1),
         "cancel_flight": (RecordKind.COMPENSATION, RecordStatus.COMPLETED, 1),
         "book_hotel": (RecordKind.ACTION, RecordStatus.FAILED, 0)}  # refused: never attempted
+
+
+class SideBySide:
+    """A flights agent and a hotels agent whose work runs at once. The hotels agent books a
+    car, then its hotel fails: the car is cancelled. The flights agent's booking is held by a
+    hook until that rollback began, and must then be refused (``check``): it must not book into
+    a world RAC reported back to how it was."""
+
+    def __init__(self, *hotels_later: str) -> None:
+        self.world, self.signals = TravelWorld(), Signals()
+        self.world.fail("book_hotel", "permanent", message="hotel full")
+        self.f_llm = ScriptedLLM([[("book_flight", PAR)], "no flight"])
+        self.h_llm = ScriptedLLM([[("book_car", {"driver": "ann", "city": "PAR"})],
+                                  [("book_hotel", HOTEL)], "hotel full; car cancelled",
+                                  *hotels_later])
+        self.flights = Agent(role="flights agent", goal="book flights", backstory="b",
+                             llm=self.f_llm,
+                             tools=world_tools(self.world, "book_flight", "cancel_flight"))
+        self.hotels = Agent(role="hotels agent", goal="book hotels", backstory="b",
+                            llm=self.h_llm, tools=world_tools(self.world, "book_hotel",
+                                                              "cancel_hotel", "book_car",
+                                                              "cancel_car"))
+        self.eng = engine(plugins=[self.signals])
+
+    def hold_flight(self, context: Any) -> None:
+        if context.tool_name == "book_flight":
+            self.signals.wait("rollback_started")
+
+    def holding(self) -> Any:
+        """The scope in which CrewAI holds the flight call."""
+        return scoped_hooks({InterceptionPoint.PRE_TOOL_CALL: [self.hold_flight]})
+
+    def check(self) -> None:
+        assert not self.signals.missed, (
+            f"waits that ran out ({WAIT:g} s): {self.signals.missed}")
+        assert self.world.calls.get("book_flight", 0) == 0
+        assert self.world.live() == []
+        [flight] = told(self.f_llm, "book_flight")
+        assert "not run" in flight and "world is back" not in flight
+        assert "via cancel_car" in told(self.h_llm, "book_hotel")[0]
+        [run] = runs_of(self.eng)
+        assert run.status is RunStatus.COMPENSATED
+        records = {r.tool: r for r in self.eng.store.get_records(run.run_id)}
+        flight_record = records["book_flight"]
+        assert (flight_record.status, flight_record.attempts, flight_record.agent_id) == (
+            RecordStatus.FAILED, 0, "flights agent")
+
+
+def test_a_managers_two_delegations_of_one_turn_are_one_batch() -> None:
+    # The manager delegates the hotel and the flight in one model turn; CrewAI runs both
+    # delegations at once.
+    trip = SideBySide()
+
+    def delegate(coworker: str, task: str) -> tuple[str, dict[str, Any]]:
+        return ("delegate_work_to_coworker",
+                {"task": task, "context": "ann travels SFO->PAR", "coworker": coworker})
+
+    manager = ScriptedLLM([[delegate("hotels agent", "book the hotel"),
+                            delegate("flights agent", "book the flight")], "done"])
+    crew = Crew(agents=[trip.flights, trip.hotels],
+                tasks=[Task(description="Book ann's trip", expected_output="x")],
+                process=Process.hierarchical, manager_llm=manager)
+    enable_rac(crew, trip.eng)
+
+    with trip.holding():
+        crew.kickoff()
+
+    trip.check()
+
+
+@pytest.mark.parametrize("kickoff", ["kickoff", "akickoff"])
+def test_an_async_task_is_refused_a_call_after_another_tasks_rollback(kickoff: str) -> None:
+    # Two async tasks run beside each other, then a summary task waits for them.
+    trip = SideBySide("summary")
+    tasks = [Task(description="Book ann's hotel", expected_output="x", agent=trip.hotels,
+                  async_execution=True),
+             Task(description="Book ann's flight", expected_output="x", agent=trip.flights,
+                  async_execution=True),
+             Task(description="Sum up", expected_output="x", agent=trip.hotels)]
+    crew = Crew(agents=[trip.flights, trip.hotels], tasks=tasks)
+    enable_rac(crew, trip.eng)
+
+    with trip.holding():
+        if kickoff == "akickoff":
+            asyncio.run(crew.akickoff())
+        else:
+            crew.kickoff()
+
+    trip.check()

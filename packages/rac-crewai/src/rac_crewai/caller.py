@@ -15,15 +15,58 @@ model message asked for are one batch (:func:`rac.adapters.execute`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from crewai.hooks.dispatch import InterceptionPoint, get_scoped_hooks, scoped_hooks
+from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 
 from rac_crewai.turns import turn_of
 
+
+class Group:
+    """Work that runs beside other work of the run and is told of a rollback only through its
+    own calls: the coworker's work for one delegation, or one ``async_execution=True`` task.
+
+    A hierarchical manager's model may delegate several times in one turn, and CrewAI runs those
+    delegations in parallel; async tasks run beside each other inside one kickoff. Such work is
+    one batch, as the tool calls of one model turn are: each call of it is in the batch ``key``
+    (for delegations, the manager's turn; for an async task, a key of its own registered when
+    the crew started it), so once a rollback begins, work that had not made its call yet is
+    refused rather than booking into a world RAC just reported back to how it was. Work that
+    read the rollback's report (its call failed, it was told what was undone) may replan: its
+    calls of later model turns are batches of their own again."""
+
+    def __init__(self, key: Hashable, delegator: Any = None) -> None:
+        self.key = key
+        #: the agent that delegated: its own later calls are not the coworker's
+        self.delegator = delegator
+        self._lock = threading.Lock()
+        self._heard: set[Hashable | None] = set()
+
+    def batch(self, own_turn: Hashable | None) -> Hashable | None:
+        """The batch of a call of this work asked for in its model turn ``own_turn``."""
+        with self._lock:
+            if self._heard and own_turn is not None and own_turn not in self._heard:
+                return own_turn  # a turn after the work read a report: its own batch
+        return self.key
+
+    def heard(self, own_turn: Hashable | None) -> None:
+        """The work was told of a rollback in its model turn ``own_turn``."""
+        with self._lock:
+            self._heard.add(own_turn)
+
+
+def _is_delegation(context: Any) -> bool:
+    tool = getattr(context, "tool", None)
+    return isinstance(tool, BaseAgentTool) or isinstance(
+        getattr(tool, "_original_tool", None), BaseAgentTool)
+
+
+_GROUP: ContextVar[Group | None] = ContextVar("rac_crewai_group", default=None)
 _CALLER: ContextVar[str | None] = ContextVar("rac_crewai_caller", default=None)
 _TURN: ContextVar[str | None] = ContextVar("rac_crewai_turn", default=None)
 _CONTEXT: ContextVar[Any] = ContextVar("rac_crewai_call_context", default=None)
@@ -35,8 +78,31 @@ def note_caller(context: Any) -> None:
     agent = getattr(context, "agent", None)
     role = getattr(agent, "role", None)
     _CALLER.set(role if isinstance(role, str) and role else None)
-    _TURN.set(turn_of(context))
+    turn = turn_of(context)
+    _TURN.set(turn)
     _CONTEXT.set(context)
+    if _is_delegation(context):
+        if turn is not None:  # the coworker's work: in the batch of the manager's turn
+            _GROUP.set(Group(turn, delegator=agent))
+    else:
+        group = _GROUP.get()
+        if group is not None and group.delegator is agent:
+            _GROUP.set(None)  # the delegating agent's own call, after the delegation
+
+
+def current_group() -> Group | None:
+    """The parallel work (a delegation, an async task) making the call in this context."""
+    return _GROUP.get()
+
+
+@contextmanager
+def in_group(group: Group) -> Iterator[None]:
+    """Make ``group`` the parallel work of the block's calls."""
+    token = _GROUP.set(group)
+    try:
+        yield
+    finally:
+        _GROUP.reset(token)
 
 
 def current_caller() -> str | None:
@@ -66,10 +132,12 @@ def crew_hooks(*extra: tuple[InterceptionPoint, Callable[[Any], Any]]) -> Iterat
         if hook not in hooks[point]:
             hooks[point].append(hook)
     caller, turn, call = _CALLER.set(None), _TURN.set(None), _CONTEXT.set(None)
+    group = _GROUP.set(_GROUP.get())
     try:
         with scoped_hooks(hooks):
             yield
     finally:
+        _GROUP.reset(group)
         _CONTEXT.reset(call)
         _TURN.reset(turn)
         _CALLER.reset(caller)

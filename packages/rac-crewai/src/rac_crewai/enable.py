@@ -12,7 +12,9 @@ from crewai.tools import BaseTool
 from rac import RAC, ConfigurationError, Tool
 from rac_crewai.approvals import Approver
 from rac_crewai.approvals import install as install_approver
+from rac_crewai.async_tasks import scope_async_task
 from rac_crewai.attempts import aattempt_scoped, attempt_scoped
+from rac_crewai.caches import caches_of
 from rac_crewai.engine_setup import engine_for
 from rac_crewai.flows import enable_flow
 from rac_crewai.guarded_tool import RACTool
@@ -72,8 +74,9 @@ KICKOFF_ATTR = "_rac_crewai_kickoff_engine"
 
 def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, list[Tool]]]
                     ) -> None:
-    """Make each standalone ``kickoff`` of ``agent`` (an agent of an enabled crew, used on its
-    own) one run of ``engine``, as a crew's kickoff is; inside an open run it joins it. Without
+    """Make each standalone ``kickoff`` of ``agent`` (an agent of an enabled crew used on its
+    own, or one enabled by itself) one run of ``engine``, as a crew's kickoff is; inside an
+    open run it joins it. Its parallel calls of one model turn are one batch. Without
     this the agent's guarded tools, finding no run, would each open one of their own and no
     failure could undo an earlier call."""
     if agent.__dict__.get(KICKOFF_ATTR) is engine:
@@ -84,13 +87,17 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
         # The kickoff's own executor holds its model turns: its parallel calls are one batch.
         object.__setattr__(agent, "_prepare_kickoff",
                            noting_executor(agent, cls._prepare_kickoff.__get__(agent)))
+    def caches() -> list[Any]:
+        return caches_of(agent, [])
+
     if callable(getattr(cls, "kickoff", None)):
         object.__setattr__(agent, "kickoff", in_run(
-            engine, in_kickoff(cls.kickoff.__get__(agent)), prepare))
+            engine, in_kickoff(cls.kickoff.__get__(agent)), prepare, caches=caches))
     for name in ("kickoff_async", "akickoff"):
         if callable(getattr(cls, name, None)):
             object.__setattr__(agent, name, in_async_run(
-                engine, in_akickoff(getattr(cls, name).__get__(agent)), prepare))
+                engine, in_akickoff(getattr(cls, name).__get__(agent)), prepare,
+                caches=caches))
 
 
 #: Instance attribute naming the engine whose runs an agent's task attempts are scoped in.
@@ -161,6 +168,7 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
             _scope_attempts(agent, engine)
     for task in crew.tasks:
         guard_in_place(task.tools, engine, task.agent.role if task.agent else None, peers)
+        scope_async_task(task, engine)
     return peers
 
 
@@ -270,11 +278,15 @@ def enable_rac(crew: Crew | Flow[Any], rac: RAC | None = None, *,
     def members() -> list[tuple[str, list[Tool]]]:
         return crew_roles(crew)
 
+    def caches() -> list[Any]:
+        return caches_of(crew, list(crew_members(crew)))
+
     object.__setattr__(crew, "kickoff", in_run(engine, cls.kickoff.__get__(crew), prepare,
-                                               streaming, run_id=run_id, members=members))
+                                               streaming, run_id=run_id, members=members,
+                                               caches=caches))
     object.__setattr__(crew, "akickoff", in_async_run(engine, cls.akickoff.__get__(crew),
                                                       prepare, streaming, run_id=run_id,
-                                                      members=members))
+                                                      members=members, caches=caches))
     object.__setattr__(crew, "copy", copy)
     for name in ("kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each"):
         method = getattr(cls, name, None)
@@ -309,11 +321,15 @@ def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
         return agent.role, rac_tools([unwrap(t) for t in agent_tools(agent)])
 
     object.__setattr__(agent, ENGINE_ATTR, engine)
-    for name in ("execute_task", "kickoff"):
-        object.__setattr__(agent, name, in_run(engine, getattr(cls, name).__get__(agent),
-                                               prepare))
-    for name in ("aexecute_task", "akickoff"):
-        object.__setattr__(agent, name, in_async_run(engine, getattr(cls, name).__get__(agent),
-                                                     prepare))
+    def caches() -> list[Any]:
+        return caches_of(agent, [])
+
+    object.__setattr__(agent, "execute_task", in_run(engine, cls.execute_task.__get__(agent),
+                                                     prepare, caches=caches))
+    object.__setattr__(agent, "aexecute_task", in_async_run(
+        engine, cls.aexecute_task.__get__(agent), prepare, caches=caches))
+    # A standalone kickoff runs its model turns in an executor of its own: noted, so that the
+    # calls one turn asks for are one batch, as in a crew.
+    _scope_kickoffs(agent, engine, prepare)
     return agent
 

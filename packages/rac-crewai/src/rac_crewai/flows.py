@@ -10,8 +10,11 @@ any method, undoes what every crew of the kickoff did, newest first.
 With ``method_scopes=True`` each execution of a Flow method is a nested scope of the run
 instead: a crew's failure inside a method undoes only what that method did (the Flow goes on,
 its other methods' effects stand), and a method that raises has its own effects undone before
-the exception leaves ``kickoff``, the other methods' effects standing. A method paused for
-human feedback (CrewAI's ``HumanFeedbackPending``) is not a failure: nothing is undone.
+the exception leaves ``kickoff``, the other methods' effects standing. A Flow that persists
+its state (``@persist``) runs each kickoff in the run of its state, and a kickoff restoring the
+state of a crashed process continues that process's run (:mod:`rac_crewai.persisted`). A
+method paused for human feedback (CrewAI's ``HumanFeedbackPending``) is not a failure:
+nothing is undone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from crewai.flow.flow import Flow
 from crewai.hooks.dispatch import InterceptionPoint
 
 from rac import RAC, ConfigurationError, Tool
+from rac_crewai.persisted import plan
 from rac_crewai.run_scope import (
     CrewRefused,
     in_async_run,
@@ -107,9 +111,27 @@ def enable_flow(flow: Flow[Any], engine: RAC, *, method_scopes: bool = False) ->
         return getattr(flow, "name", None) or cls.__name__, []
 
     object.__setattr__(flow, FLOW_ENGINE_ATTR, engine)
-    object.__setattr__(flow, "kickoff", in_run(engine, cls.kickoff.__get__(flow), prepare,
-                                               hooks=[hook]))
+    kickoff = cls.kickoff.__get__(flow)
+
+    def persisted_kickoff(*args: Any, **kwargs: Any) -> Any:
+        # a Flow restoring a persisted state continues its run (rac_crewai.persisted)
+        found = plan(engine, flow, args, kwargs)
+        return in_run(engine, kickoff, prepare, hooks=[hook], run_id=lambda: found.run_id,
+                      reopen=lambda: found.reopened)(*args, **kwargs)
+
+    object.__setattr__(flow, "kickoff", persisted_kickoff)
     for name in ("kickoff_async", "akickoff"):
-        object.__setattr__(flow, name, in_async_run(engine, getattr(cls, name).__get__(flow),
-                                                    prepare, hooks=[hook]))
+        object.__setattr__(flow, name, _persisted_async(
+            engine, flow, getattr(cls, name).__get__(flow), prepare, hook))
     return flow
+
+
+def _persisted_async(engine: RAC, flow: Flow[Any], method: Any, prepare: Any,
+                     hook: Any) -> Any:
+    async def persisted_kickoff(*args: Any, **kwargs: Any) -> Any:
+        found = plan(engine, flow, args, kwargs)
+        return await in_async_run(engine, method, prepare, hooks=[hook],
+                                  run_id=lambda: found.run_id,
+                                  reopen=lambda: found.reopened)(*args, **kwargs)
+
+    return persisted_kickoff

@@ -2,6 +2,7 @@
 
 * A tool may *return* a :class:`crewai.tools.tool_failure.ToolFailure` instead of raising: RAC
   treats it as a failed attempt (transient when the tool says it is retryable).
+* A rollback of a run empties CrewAI's tool caches of the run (:mod:`rac_crewai.caches`).
 * A CrewAI tool given to the engine itself (``rac.RAC(tools=[...])``, for compensators the
   crew's agents do not hold) becomes a :class:`rac.Tool` calling its ``run``.
 """
@@ -15,6 +16,7 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 
 import rac
 from rac.errors import ResultError
+from rac_crewai.caches import empty_caches
 from rac_crewai.tool_table import as_rac_tool
 
 #: The name under which :class:`CrewAIPlugin` is registered on an engine.
@@ -35,6 +37,17 @@ class CrewAIPlugin:
                            "failure of the tool itself)"
             return ResultError(message, result, transient=result.retryable)
         return None
+
+    @rac.hookimpl
+    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
+                             reason: str) -> None:
+        """A rollback starts: CrewAI's tool caches of the run hold reads it may change."""
+        empty_caches(run_id)
+
+    @rac.hookimpl
+    def rac_rollback_finished(self, run_id: str, scope: str, report: Any) -> None:
+        """A rollback finished: a read cached while it ran may describe a world it changed."""
+        empty_caches(run_id)
 
     @rac.hookimpl
     def rac_adapt_tool(self, tool: Any) -> rac.Tool | None:

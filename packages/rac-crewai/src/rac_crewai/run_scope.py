@@ -29,8 +29,9 @@ from crewai.hooks.dispatch import HookAborted, InterceptionPoint
 from crewai.tools.tool_failure import ToolExecutionFailedError
 
 import rac
-from rac.adapters import open_or_join
+from rac.adapters import RunScope, open_or_join
 from rac.models import RunStatus
+from rac_crewai.caches import cover, forget
 from rac_crewai.caller import crew_hooks
 from rac_crewai.results import RUN_ID_KEY
 from rac_crewai.tool_table import as_rac_tool
@@ -91,6 +92,37 @@ def join(run: rac.Run, tools: list[rac.Tool]) -> None:
         run.add_tools(missing)
 
 
+class ReopeningScope(RunScope):
+    """A :class:`rac.adapters.RunScope` that, opening a run, first asks ``reopen()`` for a run
+    to continue (an abandoned run of a Flow resumed from its persisted state), and opens a new
+    one only when it gives None."""
+
+    def __init__(self, engine: rac.RAC, *, reopen: Callable[[], rac.Run | None],
+                 **kw: Any) -> None:
+        super().__init__(engine, **kw)
+        self._reopen = reopen
+
+    def _enter(self) -> tuple[rac.Run, bool]:
+        if self.engine.current_run() is None:
+            run = self._reopen()
+            if run is not None:
+                if self.tools:
+                    run.add_tools(self.tools, agent_id=self.agent_id)
+                self.run, self.opened = run, True
+                return run, True
+        return super()._enter()
+
+
+def _scope(engine: rac.RAC, agent_id: str, tools: list[rac.Tool],
+           run_id: Callable[[], str | None] | None,
+           reopen: Callable[[], rac.Run | None] | None) -> RunScope:
+    kw: dict[str, Any] = {"agent_id": agent_id, "tools": tools, "settled": settled_by_rac,
+                          "run_id": run_id() if run_id else None}
+    if reopen is None:
+        return open_or_join(engine, **kw)
+    return ReopeningScope(engine, reopen=reopen, **kw)
+
+
 def join_members(run: rac.Run, members: Members | None) -> None:
     """Offer each agent's tools to ``run`` as that agent's (its records carry its role): two
     agents of one run, each with a tool of the same name (two vendors' systems), have each
@@ -103,24 +135,34 @@ def join_members(run: rac.Run, members: Members | None) -> None:
 def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
            bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
            run_id: Callable[[], str | None] | None = None,
-           members: Members | None = None) -> Callable[..., R]:
+           members: Members | None = None,
+           caches: Callable[[], list[Any]] | None = None,
+           reopen: Callable[[], rac.Run | None] | None = None) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
     the tools it may call), joining one already open and adding the tools to it. While
     ``bypass()`` is true the method runs as it is: a streaming kickoff only sets up a stream,
     and calls ``kickoff`` again to do the work. ``hooks`` are more (point, hook) pairs scoped
     to the call; ``run_id()`` names a run the call opens (None: a fresh id); ``members()``
-    gives (role, tools) of each agent, offered as that agent's (:func:`join_members`)."""
+    gives (role, tools) of each agent, offered as that agent's (:func:`join_members`);
+    ``caches()`` the CrewAI tool caches the call may answer from, emptied on each rollback of
+    the run (:mod:`rac_crewai.caches`); ``reopen()`` a run to continue instead of opening a
+    new one (None: open one)."""
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
         if bypass():
             return method(*args, **kwargs)
         agent_id, tools = prepare()
-        with open_or_join(engine, agent_id=agent_id, tools=tools, settled=settled_by_rac,
-                          run_id=run_id() if run_id else None) as run, crew_hooks(*hooks):
-            join(run, tools)
-            join_members(run, members)
-            return method(*args, **kwargs)
+        scope = _scope(engine, agent_id, tools, run_id, reopen)
+        try:
+            with scope as run, crew_hooks(*hooks):
+                join(run, tools)
+                join_members(run, members)
+                cover(run, caches() if caches is not None else [])
+                return method(*args, **kwargs)
+        finally:
+            if scope.opened and scope.run is not None:
+                forget(scope.run.run_id)
 
     return scoped
 
@@ -128,7 +170,10 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
 def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: Prepare,
                  bypass: Callable[[], bool] = _never, *, hooks: Sequence[Hook] = (),
                  run_id: Callable[[], str | None] | None = None,
-                 members: Members | None = None) -> Callable[..., Awaitable[R]]:
+                 members: Members | None = None,
+                 caches: Callable[[], list[Any]] | None = None,
+                 reopen: Callable[[], rac.Run | None] | None = None
+                 ) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
 
     @functools.wraps(method)
@@ -136,12 +181,17 @@ def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: 
         if bypass():
             return await method(*args, **kwargs)
         agent_id, tools = prepare()
-        async with open_or_join(engine, agent_id=agent_id, tools=tools, settled=settled_by_rac,
-                                run_id=run_id() if run_id else None) as run:
-            with crew_hooks(*hooks):
-                join(run, tools)
-                join_members(run, members)
-                return await method(*args, **kwargs)
+        scope = _scope(engine, agent_id, tools, run_id, reopen)
+        try:
+            async with scope as run:
+                with crew_hooks(*hooks):
+                    join(run, tools)
+                    join_members(run, members)
+                    cover(run, caches() if caches is not None else [])
+                    return await method(*args, **kwargs)
+        finally:
+            if scope.opened and scope.run is not None:
+                forget(scope.run.run_id)
 
     return scoped
 

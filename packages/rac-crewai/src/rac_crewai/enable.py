@@ -21,6 +21,7 @@ from rac_crewai.guarded_tool import RACTool
 from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
 from rac_crewai.mcp_adapter import adopt_adapter_tools
 from rac_crewai.mcp_tools import ServerRef, adopt, configure
+from rac_crewai.memory import scope_memory
 from rac_crewai.run_scope import in_async_run, in_run, join, join_members, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
@@ -169,6 +170,11 @@ def _guard_crew(crew: Crew, engine: RAC) -> list[BaseTool]:
     for task in crew.tasks:
         guard_in_place(task.tools, engine, task.agent.role if task.agent else None, peers)
         scope_async_task(task, engine)
+
+    def guard_memory(tools: list[BaseTool], memory_peers: list[BaseTool]) -> list[BaseTool]:
+        return guard(tools, engine, None, memory_peers)
+
+    scope_memory(crew, engine, guard_memory)
     return peers
 
 

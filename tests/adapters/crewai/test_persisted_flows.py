@@ -13,7 +13,9 @@ import pytest
 
 import rac
 from rac.models import RecordKind, RunStatus
-from rac.testing import TravelWorld
+from rac.testing import TRAVEL_COMPENSATIONS, TravelWorld, VirtualClock
+from rac_crewai import CrewAIPlugin
+from rac_crewai.testing import world_tools
 from tests.adapters.crewai.persisted_flow import CRASHED, STATE, build
 from tests.adapters.crewai.support import ledger, told
 
@@ -81,6 +83,31 @@ def test_a_state_whose_run_a_live_engine_holds_is_not_kicked_off_beside_it(
     flow, eng, _, _ = build(world, log, saved, crash=False)
     with eng.run(run_id=f"flow-{STATE}"):  # another kickoff of the state, under way
         other, _, _, _ = build(world, log, saved, crash=False)
-        with pytest.raises(rac.RACError, match="being worked on"):
+        with pytest.raises(rac.RACError, match="cannot be carried on here"):
             other.kickoff(inputs={"id": STATE})
     assert ledger(world) == []
+
+
+def test_a_state_whose_crashed_run_was_recovered_tells_the_agent_first(tmp_path: Path) -> None:
+    # `rac recover` at start-up undid what the crashed process booked; the Flow is then kicked
+    # off on the same state: a run of its own, whose first call hears what was undone.
+    world, log, saved = crash_first_process(tmp_path)
+    # At start-up, before any crew: an engine on the log that RAC can call the crews' tools
+    # through (offered to the engine, not to a model), as docs/crewai.md says.
+    recovering = rac.RAC(compensations=TRAVEL_COMPENSATIONS, store=f"sqlite:///{log}",
+                         tools=world_tools(TravelWorld(str(world))),
+                         plugins=[CrewAIPlugin()], clock=VirtualClock(), load_entrypoints=False)
+    [recovered] = recovering.recover()
+    assert recovered.run_id == f"flow-{STATE}" and recovered.status is RunStatus.COMPENSATED
+    recovering.close()
+    flow, eng, f_llm, _ = build(world, log, saved, crash=False)
+
+    flow.kickoff(inputs={"id": STATE})
+
+    [first] = told(f_llm, "book_flight")
+    assert f"run flow-{STATE} ended compensated" in first and "book_flight FL-101" in first
+    assert "Not run: book_flight" in first
+    assert ledger(world) == [("book_flight", "book"), ("cancel_flight", "cancel"),
+                             ("book_hotel", "book")]
+    assert sorted(r.run_id for r in eng.store.list_runs()) == [
+        f"flow-{STATE}", f"flow-{STATE}-2"]

@@ -117,7 +117,7 @@ def enable_flow(flow: Flow[Any], engine: RAC, *, method_scopes: bool = False) ->
         # a Flow restoring a persisted state continues its run (rac_crewai.persisted)
         found = plan(engine, flow, args, kwargs)
         return in_run(engine, kickoff, prepare, hooks=[hook], run_id=lambda: found.run_id,
-                      reopen=lambda: found.reopened)(*args, **kwargs)
+                      reopen=lambda: found.reopened, notice=found.notice)(*args, **kwargs)
 
     object.__setattr__(flow, "kickoff", persisted_kickoff)
     for name in ("kickoff_async", "akickoff"):
@@ -132,6 +132,7 @@ def _persisted_async(engine: RAC, flow: Flow[Any], method: Any, prepare: Any,
         found = plan(engine, flow, args, kwargs)
         return await in_async_run(engine, method, prepare, hooks=[hook],
                                   run_id=lambda: found.run_id,
-                                  reopen=lambda: found.reopened)(*args, **kwargs)
+                                  reopen=lambda: found.reopened,
+                                  notice=found.notice)(*args, **kwargs)
 
     return persisted_kickoff

@@ -8,16 +8,17 @@ would open a second run and book again what the crashed process booked, while th
 stays ``running`` with its bookings, undone by nobody.
 
 So the run of a kickoff of a persisted Flow (one with a ``persistence`` backend) is named after
-its state: ``flow-<state id>``. A kickoff that finds that run left ``running`` by a process that
-is gone continues it (:func:`rac.recovery.continue_run`): its first calls replay the crashed
-run's log (each gets the logged result back; the booking is not made again), the calls after
-run as usual and are appended to the same run, and a later failure undoes what both processes
-did. A resumed Flow that asks for another call than the one the log holds at that point fails
-with :class:`rac.errors.SequenceMismatchError` rather than guess; recover the run
-(``engine.recover([run_id])`` or ``rac recover``) to undo it instead. A run of that state that
-finished (completed, compensated) is left as it is: the kickoff opens ``flow-<state id>-2``
-(then ``-3``...). A run of it left mid-rollback must be recovered first, and one another live
-process works on is not touched: the kickoff raises :class:`rac.RACError` naming it.
+its state: ``flow-<state id>``. A kickoff that finds that run unfinished, left by a process that
+is gone, carries it on (:func:`rac.adapters.resumed.reopen`): a call the crashed process
+completed (same agent, tool and arguments) gets its logged result back and does not run again,
+so the booking is not made twice; a call that was under way when the process died is not run
+again either (it stays in doubt, and the agent is told so); the calls after that run as usual,
+in the same run, and a later failure undoes what both processes did. A run of the state left
+mid-rollback is recovered first. A run of the state that finished leaves it as it is: the
+kickoff opens ``flow-<state id>-2`` (then ``-3``...), and if that finished run was rolled back
+the Flow's first call is refused with what was undone, so the agent hears it before anything
+else. A run of the state another live process works on is not touched: the kickoff raises
+:class:`rac.RACError`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import rac
+from rac.adapters.resumed import finished_notice, reopen
 from rac.events import emit
-from rac.leases import claim
-from rac.models import RunStatus
-from rac.recovery import UNFINISHED, continue_run, is_abandoned
+from rac.recovery import UNFINISHED
 
 #: How many finished runs of one state a kickoff looks past for a free run id.
 MAX_RUNS_PER_STATE = 10_000
@@ -39,10 +39,12 @@ MAX_RUNS_PER_STATE = 10_000
 @dataclass(frozen=True)
 class Plan:
     """The run a kickoff of a persisted Flow uses: ``run_id`` to open (None: a fresh id), or
-    ``reopened``, a crashed run continued."""
+    ``reopened``, a crashed run carried on."""
 
     run_id: str | None = None
     reopened: rac.Run | None = None
+    #: what the agent hears first (the state's previous run was rolled back)
+    notice: str | None = None
 
 
 def state_id(flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -66,29 +68,17 @@ def plan(engine: rac.RAC, flow: Any, args: tuple[Any, ...], kwargs: dict[str, An
     if sid is None:
         return Plan()
     base = f"flow-{sid}"
+    previous: str | None = None
     for n in range(1, MAX_RUNS_PER_STATE + 1):
         run_id = base if n == 1 else f"{base}-{n}"
         info = engine.store.get_run(run_id)
         if info is None:
-            return Plan(run_id=run_id)
-        if info.status not in UNFINISHED:
-            continue  # finished: a later kickoff of the state is a run of its own
-        if not is_abandoned(engine, info, engine.clock.now()):
-            raise rac.RACError(
-                f"run {run_id} of Flow state {sid!r} is being worked on by {info.owner}: not "
-                "kicking the Flow off on the same state beside it")
-        if info.status is not RunStatus.RUNNING:
-            raise rac.RACError(
-                f"run {run_id} of Flow state {sid!r} was left {info.status} by a process that "
-                f"is gone: recover it first (engine.recover([{run_id!r}]) or "
-                f"`rac recover --run {run_id}`), then kick the Flow off again")
-        # A dead process's lease need not run out first (rac.leases.claim); continue_run's
-        # own claim then finds the run this engine's.
-        if not claim(engine, info):
-            raise rac.RACError(f"run {run_id} of Flow state {sid!r} was claimed by another "
-                               "process first: not kicking the Flow off beside it")
-        run = continue_run(engine, run_id)
-        emit("rac_crewai.flow_resumed", run_id=run_id, state_id=sid,
-             logged_calls=len(run.records()))
-        return Plan(run_id=run_id, reopened=run)
+            notice = finished_notice(engine, previous) if previous is not None else None
+            return Plan(run_id=run_id, notice=notice)
+        if info.status in UNFINISHED:
+            run = reopen(engine, run_id)  # RACError if a live process works on it
+            if run is not None:
+                emit("rac_crewai.flow_resumed", run_id=run_id, state_id=sid)
+                return Plan(run_id=run_id, reopened=run)
+        previous = run_id  # finished (or just recovered): the next kickoff is a run of its own
     raise rac.RACError(f"Flow state {sid!r} has {MAX_RUNS_PER_STATE} runs already")

@@ -30,6 +30,7 @@ from crewai.tools.tool_failure import ToolExecutionFailedError
 
 import rac
 from rac.adapters import RunScope, open_or_join
+from rac.adapters.resumed import tell_first
 from rac.models import RunStatus
 from rac_crewai.caches import cover, forget
 from rac_crewai.caller import crew_hooks
@@ -137,7 +138,8 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
            run_id: Callable[[], str | None] | None = None,
            members: Members | None = None,
            caches: Callable[[], list[Any]] | None = None,
-           reopen: Callable[[], rac.Run | None] | None = None) -> Callable[..., R]:
+           reopen: Callable[[], rac.Run | None] | None = None,
+           notice: str | None = None) -> Callable[..., R]:
     """``method`` running inside a run of ``engine`` (``prepare`` gives the run's agent id and
     the tools it may call), joining one already open and adding the tools to it. While
     ``bypass()`` is true the method runs as it is: a streaming kickoff only sets up a stream,
@@ -145,8 +147,9 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
     to the call; ``run_id()`` names a run the call opens (None: a fresh id); ``members()``
     gives (role, tools) of each agent, offered as that agent's (:func:`join_members`);
     ``caches()`` the CrewAI tool caches the call may answer from, emptied on each rollback of
-    the run (:mod:`rac_crewai.caches`); ``reopen()`` a run to continue instead of opening a
-    new one (None: open one)."""
+    the run (:mod:`rac_crewai.caches`); ``reopen()`` a run to carry on instead of opening a
+    new one (None: open one); ``notice`` what the run's first call is answered with instead of
+    running (:func:`rac.adapters.resumed.tell_first`), in a run the call opens."""
 
     @functools.wraps(method)
     def scoped(*args: Any, **kwargs: Any) -> R:
@@ -159,6 +162,8 @@ def in_run(engine: rac.RAC, method: Callable[..., R], prepare: Prepare,
                 join(run, tools)
                 join_members(run, members)
                 cover(run, caches() if caches is not None else [])
+                if notice and scope.opened:
+                    tell_first(run, notice)
                 return method(*args, **kwargs)
         finally:
             if scope.opened and scope.run is not None:
@@ -172,8 +177,8 @@ def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: 
                  run_id: Callable[[], str | None] | None = None,
                  members: Members | None = None,
                  caches: Callable[[], list[Any]] | None = None,
-                 reopen: Callable[[], rac.Run | None] | None = None
-                 ) -> Callable[..., Awaitable[R]]:
+                 reopen: Callable[[], rac.Run | None] | None = None,
+                 notice: str | None = None) -> Callable[..., Awaitable[R]]:
     """Async :func:`in_run`."""
 
     @functools.wraps(method)
@@ -188,6 +193,8 @@ def in_async_run(engine: rac.RAC, method: Callable[..., Awaitable[R]], prepare: 
                     join(run, tools)
                     join_members(run, members)
                     cover(run, caches() if caches is not None else [])
+                    if notice and scope.opened:
+                        tell_first(run, notice)
                     return await method(*args, **kwargs)
         finally:
             if scope.opened and scope.run is not None:

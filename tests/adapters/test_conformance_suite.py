@@ -22,7 +22,7 @@ from rac.testing.adapters import Step, TurnResult
 from tests.adapters.tool_calls.test_adapter import LoopStop, ToolCallsHarness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from tool_calls_adapter import JSONToolOutput, agent_loop, call_tool  # noqa: E402
+from tool_calls_adapter import JSONToolOutput, agent_loop, call_tool, rac_agent_loop  # noqa: E402
 
 
 class NoBatchHarness(ToolCallsHarness):
@@ -117,3 +117,77 @@ def _sequential() -> ToolCallsHarness:
     from tests.adapters.tool_calls.test_adapter import SequentialToolCallsHarness
 
     return SequentialToolCallsHarness()
+
+
+def _swallowing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool as a framework's own error handler leaves it when it sits inside the adapter's
+    hook: every exception is already an answer."""
+
+    def handled(**kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except Exception as e:  # noqa: BLE001 - the planted mistake
+            return f"Error: {e}"
+
+    handled.__name__ = fn.__name__
+    return handled
+
+
+class ErrorTextHarness(ToolCallsHarness):
+    """Promise 2's planted mistake: the framework's error handler runs inside RAC's hook, so
+    RAC is handed the handler's text instead of the exception."""
+
+    def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
+                                 script: Sequence[Step], *, agent_id: str) -> TurnResult:
+        tools = {t.__name__: _swallowing(t) for t in world.tools()}
+        _, messages = rac_agent_loop(engine, self._model(script), tools, "Book my trip",
+                                     agent_id=agent_id, workers=self.workers)
+        return self._result(messages)
+
+
+class AroundHookHarness(ToolCallsHarness):
+    """Promise 3's planted mistake: a path around the tool hook calls the tool with RAC
+    unaware, while a run is open."""
+
+    def call_around_hook(self, engine: rac.RAC, world: TravelWorld,
+                         call: tuple[str, dict[str, Any]], *, agent_id: str) -> Any:
+        tool, args = call
+        return getattr(world, tool)(**args)
+
+
+class GuardedPathsHarness(ToolCallsHarness):
+    """The controls: no error handler hides anything, and the path around the hook goes
+    through the open run."""
+
+    def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
+                                 script: Sequence[Step], *, agent_id: str) -> TurnResult:
+        return self.run_turn(engine, world, script, agent_id=agent_id)
+
+    def call_around_hook(self, engine: rac.RAC, world: TravelWorld,
+                         call: tuple[str, dict[str, Any]], *, agent_id: str) -> Any:
+        tool, args = call
+        run = engine.current_run()
+        assert run is not None
+        return run.execute(tool, args, lambda n, a: getattr(world, n)(**a),
+                           agent_id=agent_id).result
+
+
+@pytest.mark.parametrize(("check", "broken"), [
+    ("test_framework_error_handling_never_hides_the_outcome", ErrorTextHarness()),
+    ("test_a_call_around_the_tool_hook_is_logged_or_refused", AroundHookHarness()),
+], ids=["promise-2", "promise-3"])
+def test_each_promise_fails_its_planted_mistake(check: str, broken: ToolCallsHarness,
+                                                tmp_path: Path) -> None:
+    suite = Suite()
+    for n, (harness, fails) in enumerate([(broken, True), (GuardedPathsHarness(), False)]):
+        engine = suite.make_engine(tmp_path / f"rac-{n}.db")
+        world = TravelWorld()
+        try:
+            if fails:
+                with pytest.raises(AssertionError):
+                    getattr(suite, check)(harness, engine, world)
+            else:
+                getattr(suite, check)(harness, engine, world)
+        finally:
+            engine.store.close()
+            world.close()

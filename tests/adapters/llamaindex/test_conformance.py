@@ -51,6 +51,22 @@ class LlamaIndexHarness:
     def control_flow(self) -> BaseException:
         return TurnStop("the application stopped this call")
 
+    def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
+                                 script: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """LlamaIndex's own handling of tool errors is always on: its call_tool step turns
+        every exception into an error ToolOutput, outside RAC's wrapper."""
+        return self.run_turn(engine, world, script, agent_id=agent_id)
+
+    def call_around_hook(self, engine: rac.RAC, world: TravelWorld,
+                         call: tuple[str, dict[str, Any]], *, agent_id: str) -> Any:
+        """The enabled agent's tool object called directly (``tool.call``), not by a step."""
+        agent = enable_rac(FunctionAgent(name=agent_id, tools=world.tools(),
+                                         llm=ScriptedModel([]).function_calling_llm()), engine)
+        tool_name, args = call
+        [tool] = [t for t in agent.tools or () if getattr(t, "metadata", None) is not None
+                  and t.metadata.name == tool_name]
+        return tool.call(**args)
+
 
 class TestConformance(AdapterConformance):
     @pytest.fixture

@@ -402,6 +402,60 @@ class AdapterConformance:
         assert batch["book_hotel"] != batch["book_flight"], (
             f"the calls of two model messages were passed one batch: {seen}")
 
+    def test_framework_error_handling_never_hides_the_outcome(
+            self, adapter: AdapterHarness, engine: RAC, world: TravelWorld) -> None:
+        """Promise 2: with the framework's own handling of tool errors turned on (a handler
+        that turns an exception into an answer, registered after RAC), RAC still sees each
+        call's real outcome: a transient failure is retried, a permanent one rolls the turn
+        back, and the model gets RAC's report, not the handler's text.
+
+        Runs when the harness has ``run_turn_handling_errors`` (same arguments as
+        ``run_turn``): the turn with the framework's error handling on."""
+        turn = getattr(adapter, "run_turn_handling_errors", None)
+        if turn is None:
+            pytest.skip("the harness has no run_turn_handling_errors (the framework's own tool "
+                        "error handling turned on)")
+        world.fail("book_hotel", "transient", times=1)
+        world.fail("book_car", "permanent", message="no cars left")
+        result = turn(engine, world, [[_flight()], [_hotel()], [_car()], "Sorry."],
+                      agent_id="travel")
+        assert world.calls["book_hotel"] == 2, "the transient failure was not seen: no retry"
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        assert self.compensations(self.records(engine)) == ["cancel_hotel", "cancel_flight"]
+        [report] = result.of("book_car")
+        assert "no cars left" in report and "book_flight FL-101" in report, report
+        [info] = engine.store.list_runs()
+        assert info.status is RunStatus.COMPENSATED
+
+    def test_a_call_around_the_tool_hook_is_logged_or_refused(
+            self, adapter: AdapterHarness, engine: RAC, world: TravelWorld) -> None:
+        """Promise 3: a call made through a path of the framework that goes around the hook
+        the model's calls take (SK's ``kernel.invoke``, a tool object called directly), while
+        a run is open, is a call of that run or is refused: never invisible. A later failure
+        of the run undoes it, or it never happened.
+
+        Runs when the harness has ``call_around_hook(engine, world, call, agent_id=...)``:
+        it calls ``call`` (tool, args) that way, in the run open in the caller's context."""
+        around = getattr(adapter, "call_around_hook", None)
+        if around is None:
+            pytest.skip("the harness has no call_around_hook (a framework path around the "
+                        "tool hook)")
+        world.fail("book_car", "permanent", message="no cars")
+        with engine.run(agent_id="trip") as run:
+            try:
+                around(engine, world, _flight(), agent_id="travel")
+            except Exception:  # noqa: BLE001 - refused: then it must not have booked
+                pass
+            result = adapter.run_turn(engine, world, [[_car()], "Sorry."], agent_id="travel")
+        assert_no_live_effects(world)
+        flights = [r for r in run.records() if r.tool.endswith("book_flight")]
+        if world.calls.get("book_flight"):
+            assert [str(r.status) for r in flights] == ["compensated"], flights
+            [report] = result.of("book_car")
+            assert "book_flight FL-101" in report, report
+        assert run.status is RunStatus.COMPENSATED
+
     def test_crash_mid_call_left_to_recover(self, adapter: AdapterHarness, log_path: Path,
                                             tmp_path: Path) -> None:
         """The process dying during a call (``os._exit`` in a subprocess running the turn)

@@ -13,6 +13,7 @@ The all-clear is computed here, not assumed: :func:`status_after_rollback` says
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from enum import StrEnum
 
 from rac.errors import RACError
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
@@ -58,6 +59,41 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     S.NEEDS_ATTENTION: frozenset({S.COMPENSATING, S.RESOLVED}),
     S.RESOLVED: frozenset({S.RUNNING, S.COMPENSATING}),
 }
+
+
+class RunEvent(StrEnum):
+    """What happens to a run, as :data:`RUN_EVENTS` reads it: a call begins, a step of the
+    run is done (its block closed, or its adapter finished it, idle and with no call
+    interrupted), a rollback begins, an operator resolves what it left live. How a rollback
+    ends is computed from the records (:func:`status_after_rollback`)."""
+
+    CALL_BEGAN = "call_began"
+    STEP_DONE = "step_done"
+    ROLLBACK_BEGAN = "rollback_began"
+    RESOLVED = "resolved"
+
+
+#: The run's next status, by (status, event); a pair that is not here leaves the status as it
+#: is (a call that begins in a ``needs_attention`` run leaves it ``needs_attention``: only a
+#: rollback or a resolution leaves that status). The one place a run's status is decided,
+#: with :func:`status_after_rollback`; every entry is a legal change of
+#: :data:`RUN_TRANSITIONS` (a test holds it to that).
+RUN_EVENTS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
+    **{(idle, RunEvent.CALL_BEGAN): S.RUNNING
+       for idle in (S.COMPLETED, S.COMPENSATED, S.RESOLVED)},
+    (S.RUNNING, RunEvent.STEP_DONE): S.COMPLETED,
+    **{(status, RunEvent.ROLLBACK_BEGAN): S.COMPENSATING for status in S},
+    (S.NEEDS_ATTENTION, RunEvent.RESOLVED): S.RESOLVED,
+}
+#: Statuses of a run that is not being worked on and not unfinished: a call reopens it.
+IDLE = frozenset(s for (s, e), _ in RUN_EVENTS.items() if e is RunEvent.CALL_BEGAN)
+#: Statuses of a run a dead process may have left unfinished.
+UNFINISHED = frozenset({S.RUNNING, S.COMPENSATING})
+
+
+def run_after(status: RunStatus, event: RunEvent) -> RunStatus:
+    """The run's status after ``event`` (see :data:`RUN_EVENTS`)."""
+    return RUN_EVENTS.get((status, event), status)
 
 
 class LifecycleError(RACError):
@@ -152,6 +188,7 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
     return S.COMPENSATED
 
 
-__all__ = ["COMPENSATION_TRANSITIONS", "LifecycleError", "MAYBE_LIVE", "RECORD_TRANSITIONS",
-           "RUN_TRANSITIONS", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "check_record",
+__all__ = ["COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_LIVE",
+           "RECORD_TRANSITIONS", "RUN_EVENTS", "RUN_TRANSITIONS", "RunEvent", "UNFINISHED",
+           "run_after", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "check_record",
            "check_run", "in_scope", "may_be_live", "status_after_rollback", "uncertain"]

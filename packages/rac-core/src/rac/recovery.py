@@ -44,7 +44,8 @@ from rac.effects import drive_async, drive_sync
 from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
 from rac.leases import claim
-from rac.lifecycle import LifecycleError
+from rac.lifecycle import UNFINISHED as _UNFINISHED
+from rac.lifecycle import LifecycleError, RunEvent, run_after
 from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from rac.engine import RAC
 
 #: Statuses of a run that a dead process may have left unfinished.
-UNFINISHED = (RunStatus.RUNNING, RunStatus.COMPENSATING)
+UNFINISHED = tuple(sorted(_UNFINISHED))
 #: How long a recoverer's claim holds before another may take the run over (seconds).
 DEFAULT_LEASE_SECONDS = 300.0
 #: Where the sequence numbers start that an operator's process writes into a run whose owner
@@ -639,7 +640,7 @@ def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = N
         # compare-and-set on the status checked above: of two operators resolving one record
         # at once, the second is refused (ConflictError), never writes over the first's note
         run.log.write(
-            status=RunStatus.RESOLVED if clear else None,
+            status=run_after(info.status, RunEvent.RESOLVED) if clear else None,
             updates=[(run.log.records[seq], {"status": RecordStatus.RESOLVED, "note": text})],
             run_fields={"summary": redact_text(f"resolved by {who}")} if clear else None,
             expect={seq: rec.status}, durable=True)

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 from rac.classify import ErrorKind
 from rac.dependencies import first_result_id
 from rac.effects import Flow
-from rac.lifecycle import in_scope, may_be_live, status_after_rollback, uncertain
+from rac.lifecycle import (
+    RunEvent,
+    in_scope,
+    may_be_live,
+    run_after,
+    status_after_rollback,
+    uncertain,
+)
 from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
@@ -50,7 +57,7 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
     seq -> why (named in the report as kept)."""
     engine = run.engine
     with run.lock:
-        run.log.set_status(run.log.status.__class__.COMPENSATING)
+        run.log.set_status(run_after(run.log.status, RunEvent.ROLLBACK_BEGAN))
         run.active_rollbacks.append(scope)
         run.rollbacks_started += 1
         plan = plan_rollback(run.log.records.values(), scope, running=run.in_flight,

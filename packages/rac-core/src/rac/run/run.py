@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rac.dependencies import DependencyIndex
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConfigurationError, ToolCallFailed
-from rac.lifecycle import in_scope, may_be_live
+from rac.lifecycle import RunEvent, in_scope, may_be_live, run_after
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
@@ -42,7 +42,6 @@ Invoker = Callable[[str, dict[str, Any]], Any]
 AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
 R = RecordStatus
 S = RunStatus
-_IDLE = (S.COMPLETED, S.COMPENSATED, S.RESOLVED)
 #: How many parallel batches (model turns) a run remembers.
 BATCH_MEMORY = 1024
 
@@ -261,8 +260,9 @@ class Run:
         """The block is left: a running run is completed unless a call was interrupted; as
         the outermost block of an idle run, in the same commit as the end of its lease."""
         with self.lock:
-            if self.status is S.RUNNING and not self.interrupted_seqs:
-                self.log.set_status(S.COMPLETED, end=not self._tokens and not self.in_flight)
+            done = run_after(self.status, RunEvent.STEP_DONE)
+            if done is not self.status and not self.interrupted_seqs:
+                self.log.set_status(done, end=not self._tokens and not self.in_flight)
 
     def finish(self) -> bool:
         """Mark the run completed, for adapters whose framework has no block to wrap the run
@@ -276,8 +276,8 @@ class Run:
         self.start()
         with self.lock:
             if not self.in_flight:
-                done = self.status is S.RUNNING and not self.interrupted_seqs
-                self.log.set_status(S.COMPLETED if done else self.status, end=True)
+                self.log.set_status(self.status if self.interrupted_seqs else
+                                    run_after(self.status, RunEvent.STEP_DONE), end=True)
             return self.status is S.COMPLETED
 
     async def afinish(self) -> bool:
@@ -481,9 +481,8 @@ class Run:
         """The run's status once a call begins, or None for no change: an idle run
         (completed, rolled back cleanly, resolved) is running again; ``needs_attention``
         stays. Written with the call's intent, in its commit (call under ``lock``)."""
-        if self.status in _IDLE and not self.doomed:
-            return S.RUNNING
-        return None
+        new = run_after(self.status, RunEvent.CALL_BEGAN)
+        return new if new is not self.status and not self.doomed else None
 
     def doom_if_rolling_back(self, rec: Record) -> None:
         """A call that begins while a rollback of its scope is under way is undone when it

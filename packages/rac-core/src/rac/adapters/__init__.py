@@ -20,6 +20,9 @@ same in every framework, and lives here:
 - :class:`CallRefused`, :func:`declare_control_flow`: exceptions that pass through untouched.
 - :func:`offer_to_rac`: tools RAC may call that the model is not offered (compensators,
   lookups), in code or from MCP: what every adapter's ``tools=[...]`` does.
+- :mod:`rac.adapters.resumed`: a framework's saved state resumed after a crash continues the
+  crashed run (its completed calls answered from the log); one resumed after its run was
+  rolled back tells the model first.
 """
 
 from rac.adapters.batches import Batch, aexecute, batch_key, execute, supports_batches

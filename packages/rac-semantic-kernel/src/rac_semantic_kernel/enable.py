@@ -26,6 +26,14 @@ def _filter_of(kernel: Kernel) -> FunctionCallFilter | None:
     return None
 
 
+def _drop_filters(kernel: Kernel, pair: FunctionCallFilter) -> None:
+    """Take ``pair``'s two filters off ``kernel`` (a clone that inherited them)."""
+    for attr in ("auto_function_invocation_filters", "function_invocation_filters"):
+        kept = [(fid, f) for fid, f in getattr(kernel, attr)
+                if getattr(f, "__self__", None) is not pair]
+        getattr(kernel, attr)[:] = kept
+
+
 def enabled_engine(target: Any) -> RAC | None:
     """The engine RAC was enabled with on a kernel (or an agent's kernel), if any."""
     kernel = getattr(target, "kernel", target)
@@ -77,6 +85,12 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
         agent_id = name if isinstance(name, str) and name else None
     engine = engine_for(rac, config)
     existing = _filter_of(kernel)
+    if existing is not None and not existing.enabled_on(kernel):
+        # kernel.clone() of an enabled kernel carries its filter pair (SK deep-copies filter
+        # lists; the pair copies as itself): enabling the clone gives it a pair of its own, so
+        # its calls are this agent's
+        _drop_filters(kernel, existing)
+        existing = None
     if existing is not None:
         if existing.engine is not engine:
             raise ConfigurationError(
@@ -96,6 +110,7 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
         return target
     filters = FunctionCallFilter(engine, agent_id, names, trusted_mcp)
     filters.prepare(kernel)  # declarations checked now, before anything runs
+    filters.mark_enabled(kernel)
     kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, filters.auto)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, filters.function)
     return target

@@ -119,6 +119,19 @@ class FunctionCallFilter:
         self.trusted_mcp = frozenset(trusted_mcp)
         self.runs: InvocationRuns = runs_of(engine)
         self._kernels: dict[int, _KernelState] = {}
+        #: id -> the kernels enable_rac registered this pair on (a clone carries the pair too)
+        self._enabled: dict[int, weakref.ref[Kernel]] = {}
+
+    def enabled_on(self, kernel: Kernel) -> bool:
+        """True if ``enable_rac`` registered this pair on ``kernel`` itself (not on the kernel
+        it was cloned from)."""
+        found = self._enabled.get(id(kernel))
+        return found is not None and found() is kernel
+
+    def mark_enabled(self, kernel: Kernel) -> None:
+        """Note that ``enable_rac`` registered this pair on ``kernel``."""
+        self._enabled[id(kernel)] = weakref.ref(kernel)
+        weakref.finalize(kernel, self._enabled.pop, id(kernel), None)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FunctionCallFilter:
         """Itself: ``Kernel.clone()`` deep-copies its filter lists (a handoff orchestration

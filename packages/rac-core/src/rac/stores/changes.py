@@ -98,6 +98,8 @@ def coalesce(changes: Sequence[Change]) -> list[Change]:
             if at is not None:
                 first = out[at]
                 assert isinstance(first, Append)
+                if all(getattr(first.record, k) == v for k, v in change.fields.items()):
+                    continue  # the record appended holds the update already (a writer's own)
                 merged = copy.copy(first.record)
                 for name, value in change.fields.items():
                     setattr(merged, name, value)

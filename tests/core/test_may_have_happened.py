@@ -121,23 +121,43 @@ def test_a_keyed_tool_gets_the_step_key_and_is_retried(make_engine: Any) -> None
     assert run.records()[0].effect == "keyed"
 
 
-def test_a_compensator_that_times_out_is_retried(make_engine: Any, world: TravelWorld) -> None:
+def test_a_compensator_that_times_out_is_retried_where_a_repeat_is_safe(
+        make_engine: Any, world: TravelWorld) -> None:
+    # cancel_flight is declared idempotent (a second cancel changes nothing): retried
+    world.fail("cancel_flight", "timeout", times=1, phase="after")
+    engine = make_engine(effects={"cancel_flight": "idempotent"})
+    with engine.run() as run:
+        run.call("book_flight", **FLIGHT)
+        report = run.rollback()
+    assert report.clean and world.live() == []
+    assert world.calls["cancel_flight"] == 2
+
+
+def test_an_unsafe_compensator_that_times_out_is_not_retried_blindly(
+        make_engine: Any, world: TravelWorld) -> None:
+    # undeclared, cancel_flight is unsafe: its timeout may have cancelled (it did), and a
+    # repeat is not known to be harmless; the booking is named, never reported undone
     world.fail("cancel_flight", "timeout", times=1, phase="after")
     engine = make_engine()
     with engine.run() as run:
         run.call("book_flight", **FLIGHT)
         report = run.rollback()
-    assert report.clean and world.live() == []
+    assert world.calls["cancel_flight"] == 1
+    assert not report.clean and run.status is rac.RunStatus.NEEDS_ATTENTION
+    assert [u.tool for u in report.compensation_failed] == ["book_flight"]
+    assert "world is back" not in engine.render(report)
 
 
-def test_a_compensator_failing_with_an_unknown_error_is_retried_then_dead_lettered(
-        make_engine: Any, world: TravelWorld) -> None:
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_compensator_failing_with_an_unknown_error_is_dead_lettered(
+        make_engine: Any, world: TravelWorld, declared: bool) -> None:
     world.fail("cancel_flight", "value", message="backend said no")
-    engine = make_engine()
+    engine = make_engine(effects={"cancel_flight": "idempotent"} if declared else {})
     with engine.run() as run:
         run.call("book_flight", **FLIGHT)
         report = run.rollback()
-    assert world.calls["cancel_flight"] == 3  # compensation_retry: 3 attempts
+    # compensation_retry's 3 attempts where a repeat is safe; else one (it may have acted)
+    assert world.calls["cancel_flight"] == (3 if declared else 1)
     assert [u.tool for u in report.compensation_failed] == ["book_flight"]
     assert not report.clean and "world is back" not in engine.render(report)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from rac.errors import ConfigurationError
 from rac.retry import RetryPolicy
@@ -123,8 +123,18 @@ class Compensation(BaseModel):
     ``before`` reads the state the action changes, so that it can be restored (see
     :class:`BeforeImage`). ``optional`` names the compensator parameters that may be filled
     from an empty field (None, ``""``, a path that is missing): RAC never calls a compensator
-    with any other parameter empty (it would undo nothing). The tool may be given
+    with any other parameter empty (it would undo nothing). ``already_undone`` names the
+    compensator's answers that mean the effect is already undone (a cancel answering "already
+    cancelled"): exception classes (``rac.ResultError`` for error results), or a callable
+    ``(error) -> bool``; such an answer counts as the undo done. The tool may be given
     positionally: ``Compensation("cancel_x")``.
+
+    A compensator has an effect class too (``effects=``; see :class:`Effect`): a failure that
+    may have taken effect (a timeout after the refund was paid) is retried only when a repeat
+    is safe (``idempotent``, or ``keyed``: RAC passes it the compensation's own key); for an
+    ``unsafe`` one (the default), its own lookup (``lookups={compensator: Lookup(...)}``)
+    decides, and without one, or when it cannot tell, the action is named, never reported
+    undone.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -137,11 +147,39 @@ class Compensation(BaseModel):
     #: compensator parameters that may be filled from an empty field (None, "", missing):
     #: any other is refused, and the action stays live and named
     optional: tuple[str, ...] = ()
+    #: answers of the compensator that mean "already undone": exception classes, or a
+    #: callable (error) -> bool
+    already_undone: tuple[type[BaseException], ...] | Callable[[BaseException], bool] = ()
 
     def __init__(self, tool: str | None = None, /, **data: Any) -> None:
         if tool is not None:
             data["tool"] = tool
         super().__init__(**data)
+
+    @field_validator("already_undone", mode="before")
+    @classmethod
+    def _one_class(cls, value: Any) -> Any:
+        """One exception class stands for itself (a class is callable, but not a predicate);
+        anything but exception classes or a callable is refused, saying what is expected."""
+        if isinstance(value, type):
+            value = (value,)
+        if isinstance(value, list):
+            value = tuple(value)
+        if not (isinstance(value, tuple) and all(
+                isinstance(t, type) and issubclass(t, BaseException) for t in value)) \
+                and (isinstance(value, tuple) or not callable(value)):
+            raise ValueError(f"already_undone must be exception classes (e.g. "
+                             f"(AlreadyCancelled, rac.ResultError)) or a callable "
+                             f"(error) -> bool, got {value!r}")
+        return value
+
+    def undone_by(self, error: BaseException) -> bool:
+        """True if ``error`` (the compensator's failure) is an answer declared to mean the
+        effect is already undone (see ``already_undone``)."""
+        spec = self.already_undone
+        if isinstance(spec, tuple):
+            return bool(spec) and isinstance(error, spec)
+        return spec(error) is True
 
 
 CompensationSpec = str | Compensation | Mapping[str, Any]
@@ -393,11 +431,13 @@ class CompensationRegistry:
                 raise ConfigurationError(f"compensation of {tool!r}: field 'tool' is empty")
             return Compensation(tool=spec)
         if isinstance(spec, Mapping):
-            unknown = set(spec) - {"tool", "args", "retry", "lookup", "before", "optional"}
+            fields = ("tool", "args", "retry", "lookup", "before", "optional",
+                      "already_undone")
+            unknown = set(spec) - set(fields)
             if unknown:
                 raise ConfigurationError(
                     f"compensation of {tool!r}: unknown field(s) {sorted(unknown)}; "
-                    "expected 'tool', 'args', 'retry', 'lookup', 'before', 'optional'")
+                    f"expected {', '.join(repr(f) for f in fields)}")
             if not isinstance(spec.get("tool"), str) or not spec.get("tool"):
                 raise ConfigurationError(
                     f"compensation of {tool!r}: field 'tool' must name the compensating tool, "

@@ -1,6 +1,16 @@
 """Undoing one action: resolve its compensation, map the compensating call's arguments from
 the exact undo data, ask for approval, write the compensation's intent, call it under the
-compensation retry policy, and write the outcome (compensated, or a dead letter)."""
+compensation retry policy, and write the outcome (compensated, or a dead letter).
+
+A compensator is a tool with an effect class of its own (see docs/concepts.md, "An all-clear
+only from evidence"). A failure that may have taken effect (ambiguous: a refund that timed out
+after paying) is retried only where a repeat is safe: an ``idempotent`` compensator, or a
+``keyed`` one called with the compensation's own key. An ``unsafe`` one (the default) is
+settled by its own lookup (``lookups={compensator: Lookup(...)}``: found, the undo is done;
+absent, it is tried again) or, with none or when it cannot tell, the action is left as a dead
+letter that says the undo may have taken effect: never reported undone, never repeated
+blindly, also not by a later resume or recovery. An answer the compensation declares to mean
+"already undone" (``Compensation(already_undone=...)``) counts as the undo done."""
 
 from __future__ import annotations
 
@@ -11,19 +21,25 @@ from rac.approvals import decision
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
 from rac.lifecycle import UNCERTAIN_NOTE, uncertain
-from rac.mapping import refuse_empty
+from rac.mapping import empty, refuse_empty
 from rac.models import Record, RecordKind, RecordStatus
+from rac.registry import Effect
 from rac.run.attempts import attempt
 from rac.run.keys import step_key
-from rac.run.reconcile import sent_key
+from rac.run.reconcile import ABSENT, FOUND, needs_snapshot, reconcile, sent_key, snapshot
 from rac.run.values import error_text, exact_copy, redacted_by_source, stored_copy
 
 if TYPE_CHECKING:
-    from rac.registry import Compensation
+    from rac.registry import Compensation, Lookup
     from rac.run.run import Run
     from rac.tools import Tool
 
 R = RecordStatus
+#: How a compensation record that may have taken effect is marked (its ``note``): an attempt
+#: that failed ambiguously and was not repeated, or one a crash interrupted ("in_doubt", as
+#: recovery writes it).
+MAYBE_UNDONE = "may have taken effect"
+_MAYBE_NOTES = (MAYBE_UNDONE, "in_doubt")
 
 
 @dataclass(slots=True)
@@ -94,16 +110,89 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         run.log.event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
                       status="held", error=raised)
         return Undo("held", comp.tool, why)
+    effect = _effect(run, comp, tool, cargs)
+    lookup = engine.registry.lookups.get(comp.tool)
+    if effect is Effect.UNSAFE:
+        earlier = _maybe_undone(run, rec)
+        if earlier is not None:
+            settled = yield from _settle_earlier(run, rec, earlier, comp, lookup, cargs, maybe)
+            if settled is not None:
+                return settled
+    snap: dict[str, Any] | None = None
+    if lookup is not None and effect is Effect.UNSAFE and needs_snapshot(lookup):
+        # what the compensator's lookup shows before it runs: a match found after an
+        # ambiguous failure that was already there is not this undo's effect
+        snap = yield from snapshot(run, lookup, cargs, agent_id=rec.agent_id, shielded=True)
     with run.lock:
         now = engine.clock.now()
         stored = redacted_by_source(stored_copy(cargs, engine.max_value_chars), comp.args)
+        undo = exact_copy(cargs, stored)
+        if snap is not None:
+            undo = {**(undo or {}), "snapshot": snap}
         crec = Record(run.run_id, run.next_seq(), comp.tool, RecordKind.COMPENSATION,
                       R.PENDING, rec.agent_id, rec.scope, stored, None, None, 1, key, [],
-                      rec.seq, None, True, False, None, now, now, "",
-                      exact_copy(cargs, stored))
+                      rec.seq, None, True, False, None, now, now, str(effect), undo)
         # the compensation's intent: durable before the compensator runs, one commit
         run.log.write(updates=[(rec, {"status": R.COMPENSATING})], appends=[crec])
     return (yield from _call(run, rec, crec, comp, tool, cargs, uncertain=maybe))
+
+
+def _effect(run: Run, comp: Compensation, tool: Tool, cargs: dict[str, Any]) -> Effect:
+    """The compensator's effect class for this call: ``keyed`` only when it is called with a
+    key (else ``unsafe``: a repeat would not be deduplicated)."""
+    engine = run.engine
+    effect = engine.registry.effect_of(comp.tool, tool.params, engine.key_param)
+    if effect is Effect.KEYED and empty(cargs.get(engine.key_param)):
+        return Effect.UNSAFE
+    return effect
+
+
+def _maybe_undone(run: Run, rec: Record) -> Record | None:
+    """The last compensation of ``rec`` that may have taken effect (an ambiguous failure not
+    repeated, or an attempt a crash interrupted), if the last one ended so."""
+    with run.lock:
+        crecs = [c for c in run.log.records.values()
+                 if c.kind is RecordKind.COMPENSATION and c.compensates == rec.seq]
+    if not crecs:
+        return None
+    last = max(crecs, key=lambda c: c.seq)
+    if last.status is R.PENDING or (last.status is R.FAILED and (last.note or "").startswith(
+            _MAYBE_NOTES)):
+        return last
+    return None
+
+
+def _settle_earlier(run: Run, rec: Record, earlier: Record, comp: Compensation,
+                    lookup: Lookup | None, cargs: dict[str, Any],
+                    maybe: bool) -> Flow[Undo | None]:
+    """An earlier undo of ``rec`` by an unsafe compensator may have taken effect: its lookup
+    says found (the undo is done), absent (None: it is made again), or nothing can tell (the
+    dead letter stays, and says why)."""
+    why = (f"an earlier call of {comp.tool} (#{earlier.seq}) may have taken effect and "
+           f"{comp.tool} is not safe to repeat")
+    if lookup is not None:
+        seen = yield from reconcile(run, earlier, lookup, cargs, shielded=True)
+        run.log.event("rac.reconcile", seq=earlier.seq, tool=comp.tool, status=seen.verdict,
+                      reason=seen.reason)
+        if seen.verdict == FOUND:
+            with run.lock:
+                if rec.status is not R.COMPENSATING:
+                    run.log.update(rec, status=R.COMPENSATING)
+                run.log.update(rec, status=R.COMPENSATED,
+                               note=f"undone: {lookup.tool} found the effect of {comp.tool} "
+                                    f"(#{earlier.seq})")
+            return Undo("compensated", comp.tool)
+        if seen.verdict == ABSENT:
+            return None
+        why += f", and {seen.reason}"
+    else:
+        why += " (declare it idempotent or keyed, or give it a lookup)"
+    msg = f"{comp.tool} may have undone it, or not: {why}"
+    if maybe:
+        msg += f" {UNCERTAIN_NOTE}"
+    with run.lock:
+        run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
+    return Undo("failed", comp.tool, msg)
 
 
 def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dict[str, Any]:
@@ -130,13 +219,16 @@ def _map(run: Run, rec: Record, comp: Compensation, tool: Tool, key: str) -> dic
 
 def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
           cargs: dict[str, Any], *, uncertain: bool) -> Flow[Undo]:
-    """Call the compensator until it succeeds or its retries are spent. Every failure is
-    retried except one a declared rule calls permanent (the fallback for unknown errors does
-    not stop a compensation). ``uncertain``: the action may not have happened (its dead
-    letter says so)."""
+    """Call the compensator until it succeeds or its retries are spent (see the module
+    docstring). A failure that came before any effect is retried unless a declared rule calls
+    it permanent; one that may have taken effect is retried only where a repeat is safe, else
+    settled by the compensator's lookup or left named. ``uncertain``: the action may not have
+    happened (its dead letter says so)."""
     engine = run.engine
     policy = comp.retry or engine.compensation_retry
     invoke = Invoke(tool.invoke, tool.ainvoke, cargs, True)
+    effect = Effect(crec.effect) if crec.effect else Effect.UNSAFE
+    lookup = engine.registry.lookups.get(comp.tool) if effect is Effect.UNSAFE else None
     tries = 0
     while True:
         tries += 1
@@ -149,16 +241,31 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
             run.interrupted(crec, e)
             raise
         if got.ok:
-            with run.lock:
-                result = stored_copy(got.value, engine.max_value_chars)
-                run.log.write(updates=[
-                    (crec, {"status": R.COMPLETED, "attempts": tries, "result": result}),
-                    (rec, {"status": R.COMPENSATED})], durable=False)
-            return Undo("compensated", comp.tool)
+            return _done(run, rec, crec, got.value, tries)
         cls = got.classification
         assert got.error is not None and cls is not None
+        if comp.undone_by(got.error):
+            return _done(run, rec, crec, got.value, tries,
+                         note=f"already undone: {comp.tool} answered "
+                              f"{type(got.error).__name__}: {error_text(got.error)}")
         stop = cls.kind == "permanent" and not cls.fallback
-        if not stop and tries < policy.max_attempts:
+        maybe_undone = cls.ambiguous and effect is Effect.UNSAFE
+        why = ""
+        if maybe_undone and lookup is not None:
+            seen = yield from reconcile(run, crec, lookup, cargs, shielded=True)
+            run.log.event("rac.reconcile", seq=crec.seq, tool=comp.tool, status=seen.verdict,
+                          reason=seen.reason)
+            if seen.verdict == FOUND:
+                return _done(run, rec, crec, seen.result, tries,
+                             note=f"reconciled: {lookup.tool} found the effect")
+            if seen.verdict == ABSENT:
+                maybe_undone = False  # it did not take effect: it may be made again
+            else:
+                why = seen.reason
+        elif maybe_undone:
+            why = (f"{comp.tool} is not safe to repeat and no lookup is declared to tell "
+                   "(declare it idempotent or keyed, or give it a lookup)")
+        if not stop and not maybe_undone and tries < policy.max_attempts:
             delay = policy.delay(tries, retry_after=cls.retry_after, rng=run.rng)
             run.log.event("rac.retry", seq=crec.seq, tool=comp.tool, status="retrying",
                           attempt=tries, delay=delay, error=error_text(got.error))
@@ -168,12 +275,33 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
                 run.interrupted(crec, e)
                 raise
             continue
-        msg = f"{comp.tool} failed after {tries} attempt(s): {error_text(got.error)}"
+        if maybe_undone:
+            msg = (f"{comp.tool} may have undone it, or not: it failed "
+                   f"({error_text(got.error)}) after it may have taken effect, and {why}")
+        else:
+            msg = f"{comp.tool} failed after {tries} attempt(s): {error_text(got.error)}"
         if uncertain:
             msg += f" {UNCERTAIN_NOTE}"
+        failed: dict[str, Any] = {
+            "status": R.FAILED, "error": error_text(got.error), "attempts": tries,
+            "result": stored_copy(got.value, engine.max_value_chars)}
+        if maybe_undone:
+            failed["note"] = f"{MAYBE_UNDONE}: {why}"
         with run.lock:
-            run.log.write(updates=[
-                (crec, {"status": R.FAILED, "error": error_text(got.error), "attempts": tries,
-                        "result": stored_copy(got.value, engine.max_value_chars)}),
-                (rec, {"status": R.COMPENSATION_FAILED, "error": msg})], durable=False)
+            run.log.write(updates=[(crec, failed),
+                                   (rec, {"status": R.COMPENSATION_FAILED, "error": msg})],
+                          durable=False)
         return Undo("failed", comp.tool, msg)
+
+
+def _done(run: Run, rec: Record, crec: Record, value: Any, tries: int,
+          note: str | None = None) -> Undo:
+    """The compensation succeeded (or its effect was found, or it answered that the effect
+    was already undone): both records say so."""
+    done: dict[str, Any] = {"status": R.COMPLETED, "attempts": tries,
+                            "result": stored_copy(value, run.engine.max_value_chars)}
+    if note is not None:
+        done["note"] = note
+    with run.lock:
+        run.log.write(updates=[(crec, done), (rec, {"status": R.COMPENSATED})], durable=False)
+    return Undo("compensated", crec.tool)

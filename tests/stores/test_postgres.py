@@ -38,6 +38,7 @@ def test_a_v1_log_migrates_in_place(url: str) -> None:
                      f'ALTER TABLE "{schema}".rac_records DROP COLUMN undo',
                      f'ALTER TABLE "{schema}".rac_records DROP COLUMN call_id',
                      f'ALTER TABLE "{schema}".rac_runs DROP COLUMN report',
+                     f'ALTER TABLE "{schema}".rac_records DROP COLUMN happened',
                      f'DROP TABLE "{schema}".rac_meta', f'DROP TABLE "{schema}".rac_pairs',
                      f'DELETE FROM "{schema}".rac_schema_migrations WHERE version > 1'):
             conn.execute(stmt.encode())

@@ -133,14 +133,74 @@ UNCERTAIN_NOTE = "(the call may or may not have taken effect)"
 UNCERTAIN_ENDINGS = (UNCERTAIN_NOTE, "(the call is in doubt: it may or may not have taken effect)")
 
 
+#: Notes RAC writes on a compensation record whose undo may have taken effect (an ambiguous
+#: failure not repeated; an attempt a crash interrupted, as recovery closes it).
+MAYBE_UNDONE_NOTES = ("may have taken effect", "in_doubt")
+#: The note RAC writes on an action in doubt (its ambiguous failure, or the lookup that could
+#: not tell): kept when its undo begins.
+MAYBE_HAPPENED_NOTE = "may have happened"
+
+
+def happened_of(record: Record) -> str:
+    """Whether ``record``'s effect happened: ``"yes"``, ``"no"`` or ``"maybe"``. An intent
+    or a call in doubt is ``maybe``, a failure ``no``, an outcome ``yes``, whatever wrote
+    them; once its undo began (compensating, a dead letter, resolved, undone) what was known
+    of the call is its ``happened`` field, or, in a log written before that field, the
+    wording RAC wrote then."""
+    st = record.status
+    if record.kind is RecordKind.COMPENSATION:
+        if st is R.PENDING:
+            return "maybe"
+        if st is R.COMPLETED:
+            return "yes"
+        if record.happened:
+            return record.happened
+        return "maybe" if (record.note or "").startswith(MAYBE_UNDONE_NOTES) else "no"
+    if st in (R.PENDING, R.IN_DOUBT):
+        return "maybe"
+    if st is R.FAILED:
+        return "no"
+    if st is R.COMPLETED:
+        return "yes"
+    if record.happened:
+        return record.happened
+    if (record.error or "").endswith(UNCERTAIN_ENDINGS) or (record.note or "").startswith(
+            MAYBE_HAPPENED_NOTE):
+        return "maybe"
+    return "yes"
+
+
+def happened_after(record: Record, new: RecordStatus, note: str | None = None) -> str:
+    """What ``record``'s ``happened`` becomes as its status changes to ``new`` (``note``:
+    the note written with the change, if any): an intent or a call in doubt, ``maybe``; an
+    outcome, ``yes``; a failure (evidence it did not happen), ``no``; an undo, a dead letter or
+    a resolution keep what was known of the call. For a compensation record, a failure
+    marked as possibly done (``MAYBE_UNDONE_NOTES``) is ``maybe``."""
+    if record.kind is RecordKind.COMPENSATION:
+        if new is R.PENDING:
+            return "maybe"
+        if new is R.COMPLETED:
+            return "yes"
+        text = note if note is not None else record.note
+        return "maybe" if (text or "").startswith(MAYBE_UNDONE_NOTES) else "no"
+    if new in (R.PENDING, R.IN_DOUBT):
+        return "maybe"
+    if new is R.COMPLETED:
+        return "yes"
+    if new is R.FAILED:
+        return "no"
+    return happened_of(record)
+
+
 def uncertain(record: Record) -> bool:
-    """True if ``record`` is an action that may or may not have happened: pending, in doubt, or
-    the dead letter of one (its undo failed while it was in doubt, and every retry keeps
-    that). The dead letter says so at the end of its error, where only RAC writes."""
+    """True if ``record`` is an action that may or may not have happened: pending, in doubt,
+    or being undone or dead-lettered while it may not have happened (its ``happened`` is
+    ``maybe``, kept through its undo, a crash and a resume; in logs written before that field,
+    the wording RAC ended the dead letter's error with)."""
     if record.status in (R.PENDING, R.IN_DOUBT):
         return True
-    return record.status is R.COMPENSATION_FAILED and (record.error or "").endswith(
-        UNCERTAIN_ENDINGS)
+    return record.status in (R.COMPENSATING, R.COMPENSATION_FAILED) \
+        and happened_of(record) == "maybe"
 
 
 def in_scope(record_scope: str, scope: str) -> bool:
@@ -188,7 +248,8 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
     return S.COMPENSATED
 
 
-__all__ = ["COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_LIVE",
-           "RECORD_TRANSITIONS", "RUN_EVENTS", "RUN_TRANSITIONS", "RunEvent", "UNFINISHED",
-           "run_after", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "check_record",
-           "check_run", "in_scope", "may_be_live", "status_after_rollback", "uncertain"]
+__all__ = ["COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_HAPPENED_NOTE",
+           "MAYBE_LIVE", "MAYBE_UNDONE_NOTES", "RECORD_TRANSITIONS", "RUN_EVENTS",
+           "RUN_TRANSITIONS", "RunEvent", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "UNFINISHED",
+           "check_record", "check_run", "happened_after", "happened_of", "in_scope",
+           "may_be_live", "run_after", "status_after_rollback", "uncertain"]

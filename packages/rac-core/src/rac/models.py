@@ -92,6 +92,15 @@ class Record:
     #: so two identical calls are two calls. Empty for calls with no such id, and in logs
     #: written before it existed.
     call_id: str = ""
+    #: Whether the call's effect happened, as evidence stands: ``"yes"``, ``"no"`` (evidence
+    #: says it did not: an error before any effect, a refusal, a lookup), ``"maybe"`` (it may
+    #: have: an intent with no outcome, an ambiguous failure nothing settled), kept through
+    #: compensation, dead letters, crashes and resumes (the reason is in ``note``/``error``).
+    #: Written with every status change (see :func:`rac.lifecycle.happened_after`); empty in
+    #: logs written before it existed and on the fast path's plain successes: then
+    #: :func:`rac.lifecycle.happened_of` derives it. For a compensation record: whether the
+    #: undo took effect.
+    happened: str = ""
 
     def copy(self) -> Record:
         """A shallow copy whose lists are not shared."""
@@ -100,7 +109,8 @@ class Record:
                       self.idempotency_key, list(self.depends_on), self.compensates,
                       self.alternative_of, self.compensable, self.read_only, self.note,
                       self.created_at, self.updated_at, self.effect,
-                      dict(self.undo) if self.undo is not None else None, self.call_id)
+                      dict(self.undo) if self.undo is not None else None, self.call_id,
+                      self.happened)
 
     def shown(self) -> Record:
         """A copy to hand out (to plugins, listeners, displays): without the undo data, which

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rac.errors import LeaseLostError
 from rac.events import info_enabled, run_logger
 from rac.leases import ENDED
-from rac.lifecycle import check_record, check_run
+from rac.lifecycle import check_record, check_run, happened_after
 from rac.models import Record, RecordStatus, RunInfo, RunStatus
 from rac.stores.changes import (
     Append,
@@ -178,9 +178,14 @@ class RunLog:
             new = fields.get("status")
             if new is not None:
                 check_record(rec, rec.status, new)
+                if "happened" not in fields:  # whether it happened is data, kept with it
+                    fields["happened"] = happened_after(rec, new, fields.get("note"))
             fields["updated_at"] = now
             changes.append(UpdateRecord(self.run_id, rec.seq, fields,
                                         expect=expect.get(rec.seq) if expect else None))
+        for rec in appends:
+            if not rec.happened:
+                rec.happened = happened_after(rec, rec.status, rec.note)
         changes.extend(Append(rec) for rec in appends)
         if status is not None or run_fields:  # the run's row last, after what decided it
             row = dict(run_fields or {})

@@ -13,6 +13,7 @@ from rac.dependencies import first_result_id
 from rac.effects import Flow
 from rac.lifecycle import (
     RunEvent,
+    happened_of,
     in_scope,
     may_be_live,
     run_after,
@@ -175,7 +176,8 @@ def _report(run: Run, scope: str, reason: str, failure: Failure | None,
             in_flight.append(item)
         elif st is R.COMPENSATED:
             if note is not None and note.outcome == "compensated":
-                item.happened = "yes"
+                # undone whether or not it happened (an in-doubt call undone by its arguments)
+                item.happened = "maybe" if happened_of(rec) == "maybe" else "yes"
                 compensated.append(item)
         elif note is not None and note.outcome == "absent":
             item.happened = "no"

@@ -18,7 +18,7 @@ from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, Ru
 RECORD_COLUMNS = ["run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args",
                   "result", "error", "attempts", "idempotency_key", "depends_on", "compensates",
                   "alternative_of", "compensable", "read_only", "note", "created_at",
-                  "updated_at", "effect", "undo", "call_id"]
+                  "updated_at", "effect", "undo", "call_id", "happened"]
 RUN_COLUMNS = ["run_id", "agent_id", "status", "created_at", "updated_at", "owner",
                "lease_until", "summary", "report"]
 PAIR_COLUMNS = ["key", "tool", "compensator", "args", "source", "status", "schema_hash",
@@ -66,6 +66,7 @@ def decode_record(row: Sequence[Any], undo: dict[str, Any] | None) -> Record:
     d["status"] = RecordStatus(d["status"])
     d["effect"] = d["effect"] or ""
     d["call_id"] = d["call_id"] or ""
+    d["happened"] = d["happened"] or ""
     d["undo"] = undo
     return Record(**d)
 

@@ -166,6 +166,26 @@ MIGRATIONS: list[tuple[int, str]] = [
     (6, """
     ALTER TABLE {p}runs ADD COLUMN report TEXT
     """),
+    # Whether each call happened (yes / no / maybe), kept through its undo, crashes and
+    # resumes (see Record.happened); older records get it from the wording RAC wrote: a dead
+    # letter's error ending in the in-doubt note, an in-doubt call's note, a compensation
+    # that may have acted (issue 25). '%%' is a literal '%' to psycopg and, in a LIKE pattern,
+    # the same wildcard as '%' to SQLite.
+    (7, """
+    ALTER TABLE {p}records ADD COLUMN happened TEXT NOT NULL DEFAULT '';
+    UPDATE {p}records SET happened = CASE
+        WHEN kind = 'compensation' AND status = 'pending' THEN 'maybe'
+        WHEN kind = 'compensation' AND status = 'failed' AND (note LIKE 'may have taken effect%%'
+            OR note LIKE 'in_doubt%%') THEN 'maybe'
+        WHEN kind = 'compensation' AND status = 'failed' THEN 'no'
+        WHEN kind = 'compensation' THEN 'yes'
+        WHEN status IN ('pending', 'in_doubt') THEN 'maybe'
+        WHEN status = 'failed' THEN 'no'
+        WHEN error LIKE '%%(the call may or may not have taken effect)'
+            OR error LIKE '%%(the call is in doubt: it may or may not have taken effect)'
+            OR note LIKE 'may have happened%%' THEN 'maybe'
+        ELSE 'yes' END
+    """),
 ]
 
 #: The newest schema version this RAC knows; a log with a newer one is refused.

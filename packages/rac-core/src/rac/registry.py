@@ -4,6 +4,7 @@ irreversible tools and their policies, and which result fields a tool produces."
 
 from __future__ import annotations
 
+import difflib
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
@@ -227,6 +228,17 @@ def _parse_path(path: str, tool: str, param: str,
     return parts[0], parts[1:]
 
 
+#: How close (difflib's ratio) a declared name that is no tool must be to a known tool to be
+#: taken for a misspelling of it.
+TYPO_CUTOFF = 0.85
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the known name closest to ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class CompensationRegistry:
     """Which tool undoes which, which tools stand in for which, and which have no side effect."""
 
@@ -295,6 +307,7 @@ class CompensationRegistry:
                                      f"compensator parameter names, got {comp.optional!r}")
         for label, decl in (("lookup", comp.lookup), ("before", comp.before)):
             if decl is not None:
+                self._not_the_action(tool, decl.tool, f"compensations[{tool!r}].{label}")
                 for param, path in decl.args.items():
                     parse_path(path, tool=f"{tool}.{label}", param=param, roots=_LOOKUP_ROOTS)
         if comp.lookup is not None:
@@ -303,6 +316,26 @@ class CompensationRegistry:
         self.pairs[tool] = comp
         self.version = next(_VERSIONS)  # again: a check made during the change is stale
         return comp
+
+    @staticmethod
+    def _not_the_action(tool: str, read: str, where: str) -> None:
+        """A lookup or before-image is a read of the world: never the action it reads for."""
+        if read == tool:
+            raise ConfigurationError(
+                f"{where}.tool names {tool!r} itself: a lookup or before-image must be a "
+                f"read-only tool that reads what {tool!r} changes (RAC calls it outside the "
+                "log), never the action")
+
+    def _side_effects(self, name: str) -> str | None:
+        """Why ``name`` is declared to change the world (None if nothing says so)."""
+        if name in self.pairs:
+            return "it has a compensation"
+        if name in self.irreversible:
+            return "it is declared irreversible"
+        effect = self.effects.get(name)
+        if effect is not None and effect is not Effect.READ_ONLY:
+            return f"its effect class is {effect.value!r}"
+        return None
 
     @staticmethod
     def _check_lookup(tool: str, lookup: Lookup) -> None:
@@ -324,6 +357,7 @@ class CompensationRegistry:
         """Declare how calls of ``tool`` that may have happened are reconciled."""
         decl: Lookup = lookup if isinstance(lookup, Lookup) else \
             _model(Lookup, lookup, f"lookup of {tool!r}")
+        self._not_the_action(tool, decl.tool, f"lookups[{tool!r}]")
         for param, path in decl.args.items():
             parse_path(path, tool=f"{tool}.lookup", param=param, roots=_LOOKUP_ROOTS)
         self._check_lookup(tool, decl)
@@ -514,8 +548,8 @@ class CompensationRegistry:
             for key in keys:
                 if key not in params:
                     raise ConfigurationError(
-                        f"{where}: {target!r} has no parameter {key!r} (its parameters: "
-                        f"{sorted(params)})")
+                        f"{where}: {target!r} has no parameter {key!r}"
+                        f"{did_you_mean(key, params)} (its parameters: {sorted(params)})")
         for name, comp in self.pairs.items():
             if isinstance(comp.args, Mapping):
                 check(f"compensations[{name!r}].args", comp.tool, comp.args)
@@ -535,15 +569,15 @@ class CompensationRegistry:
                     f"'idempotent' or 'unsafe', or set key_param= to the parameter it takes")
 
     def check_known(self, known: Iterable[str], *, only_for: Iterable[str] | None = None) -> None:
-        """Raise ConfigurationError if a declaration names a tool not in ``known``.
+        """Raise ConfigurationError if a declaration names a tool not in ``known`` (with the
+        known name it is closest to: a typo in ``irreversible=`` would leave the real tool
+        running freely), or a lookup or before-image that is not a read-only tool.
 
         With ``only_for``, check just the declarations whose subject is one of those tools (an
-        adapter checks the tools of one agent against what it can call).
+        adapter checks the tools of one agent against what it can call): the names of other
+        declarations cannot be checked then.
         """
         subjects = set(only_for) if only_for is not None else None
-        if subjects is not None and subjects.isdisjoint(self.pairs) \
-                and subjects.isdisjoint(self.alternatives):
-            return  # nothing is declared about these tools
         known_set = set(known)
         # An adapter checks the same tools for every run it opens: a check that passed is
         # remembered (with the declarations' sizes, so a new declaration checks again).
@@ -555,27 +589,65 @@ class CompensationRegistry:
         if len(self._passed) < 256:
             self._passed.add(passed)
 
+    def _unknown(self, where: str, name: str, known_set: set[str], what: str = "tool") -> str:
+        return (f"{where}: unknown {what} {name!r}{did_you_mean(name, known_set)} (known tools: "
+                f"{sorted(known_set)})")
+
     def _check(self, known_set: set[str], subjects: set[str] | None) -> None:
         for tool, comp in self.pairs.items():
             if subjects is not None and tool not in subjects:
                 continue
             if subjects is None and tool not in known_set:
-                raise ConfigurationError(f"compensations[{tool!r}]: unknown tool {tool!r} "
-                                         f"(known tools: {sorted(known_set)})")
+                raise ConfigurationError(self._unknown(f"compensations[{tool!r}]", tool,
+                                                       known_set))
             if comp.tool not in known_set:
                 raise ConfigurationError(
-                    f"compensations[{tool!r}].tool: unknown compensating tool {comp.tool!r} "
-                    f"(known tools: {sorted(known_set)}); register it with the engine or give it "
-                    f"to the agent")
+                    self._unknown(f"compensations[{tool!r}].tool", comp.tool, known_set,
+                                  "compensating tool")
+                    + "; register it with the engine or give it to the agent")
             for label, decl in (("before", comp.before), ("lookup", comp.lookup)):
-                if decl is not None and decl.tool not in known_set:
-                    raise ConfigurationError(
-                        f"compensations[{tool!r}].{label}.tool: unknown tool {decl.tool!r} "
-                        f"(known tools: {sorted(known_set)})")
+                if decl is not None:
+                    self._check_read(f"compensations[{tool!r}].{label}.tool", decl.tool,
+                                     known_set)
+        for tool, lookup in self.lookups.items():
+            if subjects is not None and tool not in subjects:
+                continue
+            if subjects is None and tool not in known_set:
+                raise ConfigurationError(self._unknown(f"lookups[{tool!r}]", tool, known_set))
+            self._check_read(f"lookups[{tool!r}].tool", lookup.tool, known_set)
         for tool, alts in self.alternatives.items():
             if subjects is not None and tool not in subjects:
                 continue
             for name in ([tool] if subjects is None else []) + alts:
                 if name not in known_set:
-                    raise ConfigurationError(f"alternatives[{tool!r}]: unknown tool {name!r} "
-                                             f"(known tools: {sorted(known_set)})")
+                    raise ConfigurationError(self._unknown(f"alternatives[{tool!r}]", name,
+                                                           known_set))
+        # A declared name that is no known tool but nearly one is a typo: the tool it meant
+        # would run under no declaration (irreversible={"send_mial": "refuse"} leaves
+        # send_mail running freely). A name far from every known tool may be a tool given
+        # later (to a run, or to one call), and is left alone.
+        named: list[tuple[str, Iterable[str | None]]] = [
+            ("effects", self.effects), ("irreversible", self.irreversible),
+            ("lookups", self.lookups), ("produces", self.produces),
+            ("errors_before_effect", self.errors_before_effect),
+            ("compensations", self.pairs), ("alternatives", self.alternatives)]
+        for label, names in named:
+            declared = {n for n in names if n is not None}
+            for name in sorted(declared - known_set):
+                close = difflib.get_close_matches(name, sorted(known_set - declared), n=1,
+                                                  cutoff=TYPO_CUTOFF)
+                if close:
+                    raise ConfigurationError(
+                        f"{label}[{name!r}]: no tool is called {name!r}; did you mean "
+                        f"{close[0]!r}? (a declaration for a misspelt name leaves "
+                        f"{close[0]!r} without it)")
+
+    def _check_read(self, where: str, name: str, known_set: set[str]) -> None:
+        """A lookup or before-image names a known tool that has no side effect."""
+        if name not in known_set:
+            raise ConfigurationError(self._unknown(where, name, known_set))
+        why = self._side_effects(name)
+        if why is not None:
+            raise ConfigurationError(
+                f"{where}: {name!r} changes the world ({why}), and RAC calls a lookup or "
+                "before-image outside the log, never undone: name a read-only tool")

@@ -103,3 +103,27 @@ def test_a_lookup_may_not_name_a_tool_that_changes_the_world(world: TravelWorld,
                 lookups={"book_flight": rac.Lookup("book_car", args={"driver": "args.passenger",
                                                                     "city": "args.dest"})},
                 **decl)
+
+
+def test_a_declared_dependency_cycle_is_refused_before_the_call_runs(
+        make_engine: Any, world: TravelWorld) -> None:
+    """The flight declared it depends on the next record (#2), and the hotel (#2) that it
+    depends on the flight: each waited for the other, and neither was ever undone."""
+    engine = make_engine()
+
+    def invoke(name: str, args: dict[str, Any]) -> Any:
+        return getattr(world, name)(**args)
+
+    with engine.run() as run:
+        first = run.execute("book_flight", {"passenger": "ann", "origin": "SFO", "dest": "CDG"},
+                            invoke, depends_on=[2])
+        assert first.ok
+        second = run.execute("book_hotel", {"guest": "ann", "city": "Paris", "nights": 1},
+                             invoke, depends_on=[1])
+        assert second.refused and isinstance(second.error, rac.CallRefused)
+        assert "a record that depends on it: #2 -> #1 -> #2" in (second.message or "")
+        assert [b["kind"] for b in world.live()] == ["flight"]  # the hotel never ran
+        report = run.rollback()
+    assert report.clean and world.live() == []
+    hotel = [r for r in run.records() if r.tool == "book_hotel"][0]
+    assert (hotel.status, hotel.happened) == (rac.RecordStatus.FAILED, "no")

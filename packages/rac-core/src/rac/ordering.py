@@ -4,7 +4,7 @@ depends on, even when a declared dependency points forward in time."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rac.models import Record
 
@@ -59,3 +59,35 @@ def dependents_of(records: Sequence[Record]) -> dict[int, list[int]]:
             if dep in seqs:
                 out.setdefault(dep, []).append(r.seq)
     return out
+
+
+def cycle_through(records: Iterable[Record], seq: int, depends_on: Iterable[int]
+                  ) -> list[int] | None:
+    """The seqs of a dependency cycle that record ``seq`` would close by depending on
+    ``depends_on`` (a record already logged may have declared it depends on ``seq``, a later
+    call), from ``seq`` back to itself; None when there is none. A cycle would keep both
+    records from being undone (each waits for the other)."""
+    by_seq = {r.seq: r for r in records}
+    wanted = [d for d in depends_on if d != seq]
+    # walk from what seq depends on, along what those depend on, looking for seq
+    parent: dict[int, int] = {}
+    stack = list(wanted)
+    for d in wanted:
+        parent.setdefault(d, seq)
+    seen: set[int] = set()
+    while stack:
+        cur = stack.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        rec = by_seq.get(cur)
+        for nxt in (rec.depends_on if rec is not None else ()):
+            if nxt == seq:
+                path = [cur]
+                while path[-1] != seq:
+                    path.append(parent[path[-1]])
+                return [seq, *reversed(path[:-1]), seq]
+            if nxt not in seen and nxt != cur:
+                parent.setdefault(nxt, cur)
+                stack.append(nxt)
+    return None

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CallRefused, NoCompensationError
 from rac.models import Record, RecordKind, RecordStatus
+from rac.ordering import cycle_through
 from rac.registry import Effect, Irreversible
 from rac.report import AttemptedAlternative, RecoveryReport
 from rac.run.attempts import Attempt, attempt
@@ -266,6 +267,14 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
             inferred = run.deps.dependencies(args)
             rec.depends_on = sorted(set(inferred).union(depends_on)) if depends_on \
                 else inferred
+        if refusal is None and depends_on:  # a declared cycle would block both undos
+            cycle = cycle_through(run.log.records.values(), rec.seq, rec.depends_on)
+            if cycle is not None:
+                refusal = (f"refused: {rec.tool} (#{rec.seq}) is declared to depend on a "
+                           f"record that depends on it: {' -> '.join(f'#{s}' for s in cycle)}"
+                           "; a dependency cycle would keep every record of it from being "
+                           "undone")
+                error, status = CallRefused(refusal), None
         if refusal is not None:
             rec.status, rec.attempts, rec.error, rec.note = R.FAILED, 0, refusal, "refused"
         # undo data only where an undo may need it (the snapshot: where a lookup does)

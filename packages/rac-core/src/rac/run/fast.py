@@ -61,6 +61,8 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
                                              and engine.key_param in t.params):
         return None
     deps = list(depends_on) if depends_on else []
+    if deps:  # declared dependencies: the general path checks them for a cycle
+        return None
     with run.lock:
         if run.active_rollbacks or run.log.status is not RunStatus.RUNNING:
             return None

@@ -337,3 +337,22 @@ def test_a_held_undo_is_kept_held_then_approved_and_run_from_the_run_page(log: L
     again = c.post(f"/runs/{held}/approve", data={"seq": "1", "by": "ann", "csrf": csrf,
                                                   "note": "x"})
     assert again.status_code == 409 and "no compensation of it is held" in again.text
+
+
+def test_an_auto_pair_in_use_is_open_to_a_verdict_on_the_pairs_page(log: Log) -> None:
+    """A pair policy="auto" put in use without review takes a verdict here too (rac pairs
+    approve|reject take it on the CLI)."""
+    from rac.models import PairRecord
+
+    log.engine.store.put_pair(PairRecord(  # type: ignore[attr-defined]
+        "pair-book_hotel-cancel_hotel-cd", "book_hotel", "cancel_hotel",
+        {"booking_id": "result.booking_id"}, source="llm", status="auto", schema_hash="cd",
+        note="put in use by policy auto", created_at=2.0, updated_at=2.0))
+    c = signed_in(client(log))
+    page = c.get("/pairs").text
+    assert "/pairs/pair-book_hotel-cancel_hotel-cd/reject" in page
+    r = c.post("/pairs/pair-book_hotel-cancel_hotel-cd/reject",
+               data={"csrf": csrf_of(page), "by": "ann"})
+    assert r.status_code == 303
+    pair = log.engine.store.get_pair("pair-book_hotel-cancel_hotel-cd")  # type: ignore[attr-defined]
+    assert pair.status == "rejected"

@@ -300,7 +300,8 @@ def pairs_page(pairs: Sequence[PairRecord], viewer: Viewer) -> str:
     rows = []
     for p in pairs:
         act = ""
-        if viewer.can_act and p.source == "llm" and p.status == "proposed":
+        # a model's proposal waits for a verdict; an auto pair is in use and still open to one
+        if viewer.can_act and p.source == "llm" and p.status in ("proposed", "auto"):
             act = "".join(
                 f"<form class=inline method=post action='/pairs/{escape(p.key)}/{verdict}'>"
                 f"{_csrf(viewer)}{_who(viewer) if verdict == 'approve' else ''}"

@@ -107,7 +107,7 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
         report = _report(run, scope, reason, failure, alternatives or [], plan.kept, notes,
                          status, [r.seq for r in plan.order])
         run.log.write(status=status, durable=False,
-                      run_fields={"report": redact_text(engine.render(report))[:8000]})
+                      run_fields={"report": redact_text(engine.render(report)[:9000])[:8000]})
         run.deps.forget([s for s, n in notes.items() if n.outcome == "compensated"])
     run.last_report = report
     run.log.event("rac.rollback", level="info" if report.clean else "warning", scope=scope,

@@ -165,7 +165,7 @@ class RACToolCalls:
             seen = await run.asettle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
             earlier = self._settled(run, request, earlier.record, seen)
         if earlier is not None:
-            self._step_done(run, explicit)
+            await self._astep_done(run, explicit)
             return earlier
 
         held = _Held()
@@ -201,10 +201,18 @@ class RACToolCalls:
         except CallRefused as refused:
             return refused.reply  # type: ignore[no-any-return]
         finally:
-            self._step_done(run, explicit)
+            await self._astep_done(run, explicit)
         return self._answer(run, outcome, request, held, note)
 
     # -- turns --------------------------------------------------------------------------------
+    async def _astep_done(self, run: rac.Run, explicit: bool) -> None:
+        """:meth:`_step_done` on the async path: the log's write off the event loop."""
+        if self.finish_steps and not explicit:
+            if run.run_id in self.turns.doubtful:
+                await run.arelease()
+            else:
+                await run.afinish()
+
     def _step_done(self, run: rac.Run, explicit: bool) -> None:
         """A call of ``run`` is over, however it ended (an interrupt pauses the turn, a
         hand-off goes on in it): mark the run completed, unless the caller opened it.

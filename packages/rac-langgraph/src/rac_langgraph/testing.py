@@ -118,5 +118,31 @@ class ConformanceHarness:
         out = await agent.ainvoke({"messages": [("user", "Book my trip")]})
         return told(out["messages"])
 
+    def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
+                                 script: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """The turn through a hand-built graph whose ``ToolNode`` handles tool errors
+        (``handle_tool_errors=True``: an exception becomes an error message inside the node)."""
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph.prebuilt import tools_condition
+
+        from rac_langgraph.nodes import tool_node
+
+        model = from_steps(script)
+        tools = world_tools(world)
+
+        def agent(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        g = StateGraph(MessagesState)
+        g.add_node("agent", agent)
+        g.add_node("tools", tool_node(tools, rac=engine, agent_id=agent_id,
+                                      handle_tool_errors=True))
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition)
+        g.add_edge("tools", "agent")
+        graph: Any = g.compile()
+        out = graph.invoke({"messages": [("user", "Book my trip")]})
+        return told(out["messages"])
+
     def control_flow(self) -> BaseException:
         return GraphInterrupt(())

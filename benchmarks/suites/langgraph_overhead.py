@@ -10,7 +10,9 @@ one run. The agents are invoked in rounds, one invocation each in a rotating ord
 is the difference of the wall times: median and p99, absolute and relative to the bare agent's
 median and p99, plus the median of the per-round differences. After the warmup the heap is
 collected and frozen (``gc.freeze``), and the collector then runs as usual for every agent.
-RAC's log is measured in memory and in a SQLite file (``synchronous=FULL``); RAC's structlog
+RAC's log is measured in memory and in a SQLite file (``synchronous=FULL``), and in a SQLite
+file beside LangGraph's ``SqliteSaver`` (every agent checkpointed, a new thread per invocation:
+the share of a durable turn RAC's log adds); RAC's structlog
 events are filtered out, as an application would. Besides the wall time it records each
 invocation's CPU time (``time.process_time``), which other work on a shared machine moves less,
 and the load average.
@@ -119,16 +121,35 @@ class PassThroughPlain(PassThrough):
 
 
 
-def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
-    """Rounds of one invocation of each agent (bare, pass-through, RAC); times in µs."""
+def measure(store: str, calls: int, warmup: int, threads: str | None = None) -> dict[str, Any]:
+    """Rounds of one invocation of each agent (bare, pass-through, RAC); times in µs. With
+    ``threads`` (a directory), every agent has a ``SqliteSaver`` there and each invocation
+    is a new thread: the turn RAC's log sits beside the checkpoint of."""
     tools = [StructuredTool.from_function(book), StructuredTool.from_function(cancel)]
     mw = RACMiddleware(compensations={"book": "cancel"}, store=store, load_entrypoints=False)
-    agents = {"bare": create_agent(OneToolCallModel(), tools),
+    conns: list[Any] = []
+
+    def saver(name: str) -> Any:
+        if threads is None:
+            return None
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(f"{threads}/{name}.db", check_same_thread=False)
+        conns.append(conn)
+        return SqliteSaver(conn)
+
+    agents = {"bare": create_agent(OneToolCallModel(), tools, checkpointer=saver("bare")),
               "pass_through": create_agent(OneToolCallModel(), tools,
-                                           middleware=[PassThrough()]),
+                                           middleware=[PassThrough()],
+                                           checkpointer=saver("pass_through")),
               "pass_through_plain": create_agent(OneToolCallModel(), tools,
-                                                 middleware=[PassThroughPlain()]),
-              "rac": create_agent(OneToolCallModel(), tools, middleware=[mw])}
+                                                 middleware=[PassThroughPlain()],
+                                                 checkpointer=saver("pass_through_plain")),
+              "rac": create_agent(OneToolCallModel(), tools, middleware=[mw],
+                                  checkpointer=saver("rac"))}
+    thread_ids = itertools.count()
     order = list(agents)
     times: dict[str, list[float]] = {name: [] for name in agents}
     cpu: dict[str, list[float]] = {name: [] for name in agents}
@@ -138,8 +159,10 @@ def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
             gc.freeze()
         k = i % len(order)
         for name in order[k:] + order[:k]:  # rotate, so no agent always goes first
+            config: Any = {"configurable": {"thread_id": f"t{next(thread_ids)}"}} \
+                if threads is not None else None
             start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
-            agents[name].invoke({"messages": [("user", "book")]})
+            agents[name].invoke({"messages": [("user", "book")]}, config)
             if i >= warmup:
                 times[name].append((time.perf_counter_ns() - start) / 1000)
                 cpu[name].append((time.process_time_ns() - start_cpu) / 1000)
@@ -149,9 +172,12 @@ def measure(store: str, calls: int, warmup: int) -> dict[str, Any]:
     assert len(runs) == warmup + calls, len(runs)
     assert all(r.status is rac.RunStatus.COMPLETED for r in runs)
     mw.calls.close()
+    for conn in conns:
+        conn.close()
     bare = times["bare"]
     result = {
         "store": store.split(":", 1)[0],
+        "checkpointer": "SqliteSaver" if threads is not None else None,
         "bare_us": {"median": round(statistics.median(bare), 1),
                     "p99": round(interpolated_percentile(bare, 99), 1)},
         "rac": overhead_stats(times["rac"], bare),
@@ -186,8 +212,9 @@ def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     results = []
     with tempfile.TemporaryDirectory(prefix="rac-lg-bench-") as tmp:
-        for store in ("memory://", f"sqlite:///{tmp}/rac.db"):
-            results.append(measure(store, opts.calls, opts.warmup))
+        for store, threads in (("memory://", None), (f"sqlite:///{tmp}/rac.db", None),
+                               (f"sqlite:///{tmp}/rac-cp.db", tmp)):
+            results.append(measure(store, opts.calls, opts.warmup, threads))
             print(json.dumps(results[-1]))
     import langchain
     import langgraph.version

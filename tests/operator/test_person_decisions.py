@@ -61,7 +61,11 @@ def test_approved_by_a_person_the_resume_refunds_though_the_plugin_would_hold(
     rec = next(r for r in operator.store.get_records(run_id) if r.seq == 2)
     assert rec.status is RecordStatus.COMPLETED
     assert "; approved by ann at " in rec.note and rec.note.endswith("refund checked with finance")
-    assert decision(rec, "refund_charge") is True and decision(rec, "other_tool") is None
+    charge = next(r for r in operator.store.get_records(run_id) if r.seq == 2).result
+    exact = {"booking_id": charge["booking_id"]}
+    assert decision(rec, "refund_charge", exact) is True
+    assert decision(rec, "other_tool", exact) is None  # another compensator: ask again
+    assert decision(rec, "refund_charge", {"booking_id": "CH-999"}) is None  # another call
 
     outcome = operator.resume(run_id)
     assert outcome.status is RunStatus.COMPENSATED and world.live() == []
@@ -99,3 +103,25 @@ def test_only_a_held_undo_can_be_decided_and_a_note_is_needed(
     with pytest.raises(KeyError):
         decide(engine, "nope", 2, "approve", note="x")
     assert [b["kind"] for b in world.live()] == ["charge"]
+
+
+def test_an_approval_is_used_once(make_engine: Any, world: TravelWorld, tmp_path: Path) -> None:
+    """The approved refund fails (its system is down): the approval was used, so the next
+    resume asks the plugin again, which holds it again; a person approves once more."""
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    engine, run_id = held_refund(make_engine, url)
+    plugin = HoldsRefunds()
+    operator = make_engine(store=url, plugins=[plugin],
+                           compensation_retry=rac.RetryPolicy(max_attempts=1))
+    decide(operator, run_id, 2, "approve", note="ok", by="ann")
+    world.fail("refund_charge", "permanent", times=1, message="refunds down")
+    first = operator.resume(run_id)
+    assert first.status is RunStatus.NEEDS_ATTENTION and plugin.asked == []
+    rec = next(r for r in operator.store.get_records(run_id) if r.seq == 2)
+    assert rec.status is RecordStatus.COMPENSATION_FAILED and "approval used at" in rec.note
+
+    second = operator.resume(run_id)  # the approval is spent: the plugin holds it again
+    assert plugin.asked == [2] and [u.tool for u in second.report.left_live] == ["charge_card"]
+    assert [b["kind"] for b in world.live()] == ["charge"]
+    decide(operator, run_id, 2, "approve", note="refunds are back", by="ann")
+    assert operator.resume(run_id).status is RunStatus.COMPENSATED and world.live() == []

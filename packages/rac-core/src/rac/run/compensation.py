@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rac.approvals import decision
+from rac.approvals import args_digest, decision
 from rac.effects import Flow, Invoke, Sleep
 from rac.errors import CompensationMappingError
 from rac.lifecycle import UNCERTAIN_NOTE, uncertain
@@ -88,7 +88,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
             run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
         return Undo("failed", comp.tool, msg)
     raised = None
-    person = decision(rec, comp.tool)  # rac approve / rac hold: outranks the plugins
+    person = decision(rec, comp.tool, cargs)  # rac approve / rac hold: outranks the plugins
     if person is False:  # kept held on purpose: the note keeps who and why
         run.log.event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
                       status="held", error="kept held by a person")
@@ -106,7 +106,8 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         why = "held for approval" if raised is None else f"{raised}; held for approval"
         with run.lock:
             run.log.update(rec, note=f"compensation via {comp.tool}"
-                                     f"{' ' if raised is None else ': '}{why}")
+                                     f"{' ' if raised is None else ': '}{why}"
+                                     f" (arguments {args_digest(cargs)})")
         run.log.event("rac.compensation_held", level="warning", seq=rec.seq, tool=rec.tool,
                       status="held", error=raised)
         return Undo("held", comp.tool, why)
@@ -133,7 +134,10 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
                       R.PENDING, rec.agent_id, rec.scope, stored, None, None, 1, key, [],
                       rec.seq, None, True, False, None, now, now, str(effect), undo)
         # the compensation's intent: durable before the compensator runs, one commit
-        run.log.write(updates=[(rec, {"status": R.COMPENSATING})], appends=[crec])
+        fields: dict[str, Any] = {"status": R.COMPENSATING}
+        if person:  # a person's approval is used once: this undo is the one it was for
+            fields["note"] = f"{rec.note}; approval used at {now:.0f}"
+        run.log.write(updates=[(rec, fields)], appends=[crec])
     return (yield from _call(run, rec, crec, comp, tool, cargs, uncertain=maybe))
 
 

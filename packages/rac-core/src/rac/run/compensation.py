@@ -30,7 +30,7 @@ from rac.run.reconcile import ABSENT, FOUND, needs_snapshot, reconcile, sent_key
 from rac.run.values import error_text, exact_copy, redacted_by_source, stored_copy
 
 if TYPE_CHECKING:
-    from rac.registry import Compensation, Lookup
+    from rac.registry import BeforeImage, Compensation, Lookup
     from rac.run.run import Run
     from rac.tools import Tool
 
@@ -63,6 +63,44 @@ def undo_sources(run: Run, rec: Record) -> tuple[dict[str, Any], Any, Any]:
     return dict(args or {}), result, undo.get("before")
 
 
+def later_writer(run: Run, rec: Record, decl: BeforeImage) -> Flow[str | None]:
+    """Before a before-image restore: why restoring would overwrite a later writer's change,
+    or None when the object still holds what the action wrote (or already holds what it held
+    before: the restore is then a no-op). Read again through the before-image's own read
+    tool; compared on the fields the action's arguments and result share with it, ids aside.
+    Nothing to compare, or a read that fails, is a reason too: no evidence, no overwrite."""
+    from rac.run.identity import identity, read_item
+    from rac.run.reconcile import read_before
+    from rac.serialize import as_fields
+
+    args, result, before = undo_sources(run, rec)
+    ok, now = yield from read_before(run, decl, args, "", agent_id=rec.agent_id)
+    if not ok:
+        return f"the object could not be read again before restoring it ({now})"
+    state = read_item(now)
+    if state is None:
+        return f"{decl.tool} returned nothing RAC can read as fields, so it cannot tell " \
+               "whether a later writer changed the object"
+    ids = identity(state) or {}
+    wrote: dict[str, Any] = {}
+    for src in (as_fields(args), as_fields(result)):  # the result, where it says, wins
+        if isinstance(src, dict):
+            wrote.update({k: v for k, v in src.items() if k in state and k not in ids
+                          and not (isinstance(v, str) and v.startswith("[REDACTED"))})
+    if not wrote:
+        return (f"{decl.tool} shows no field {rec.tool} wrote, so RAC cannot tell whether a "
+                "later writer changed the object since")
+    changed = [k for k, v in wrote.items() if state[k] != v]
+    if not changed:
+        return None
+    old = as_fields(before)
+    if isinstance(old, dict) and all(k in old and state[k] == old[k] for k in wrote):
+        return None  # already as it was before the action
+    k = changed[0]
+    return (f"a later writer changed it since: {k!r} is {state[k]!r} now, not the "
+            f"{wrote[k]!r} {rec.tool} wrote")
+
+
 def compensate(run: Run, rec: Record) -> Flow[Undo]:
     """Undo ``rec`` (an action that happened or may have): see the module docstring."""
     engine = run.engine
@@ -87,6 +125,17 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
         with run.lock:
             run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
         return Undo("failed", comp.tool, msg)
+    if comp.before is not None:  # a restore: only over what the action wrote
+        conflict = yield from later_writer(run, rec, comp.before)
+        if conflict is not None:
+            msg = f"not restored through {comp.tool}: {conflict}"
+            if maybe:
+                msg += f" {UNCERTAIN_NOTE}"
+            with run.lock:
+                run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
+            run.log.event("rac.compensation_conflict", level="warning", seq=rec.seq,
+                          tool=rec.tool, status="conflict", error=conflict)
+            return Undo("failed", comp.tool, msg)
     raised = None
     person = decision(rec, comp.tool, cargs)  # rac approve / rac hold: outranks the plugins
     if person is False:  # kept held on purpose: the note keeps who and why
@@ -155,8 +204,7 @@ def _maybe_undone(run: Run, rec: Record) -> Record | None:
     """The last compensation of ``rec`` that may have taken effect (an ambiguous failure not
     repeated, or an attempt a crash interrupted), if the last one ended so."""
     with run.lock:
-        crecs = [c for c in run.log.records.values()
-                 if c.kind is RecordKind.COMPENSATION and c.compensates == rec.seq]
+        crecs = run.log.compensations_of(rec.seq)
     if not crecs:
         return None
     last = max(crecs, key=lambda c: c.seq)

@@ -17,7 +17,7 @@ from rac.errors import LeaseLostError
 from rac.events import info_enabled, run_logger
 from rac.leases import ENDED
 from rac.lifecycle import check_record, check_run, happened_after
-from rac.models import Record, RecordStatus, RunInfo, RunStatus
+from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.changes import (
     Append,
     Change,
@@ -49,6 +49,9 @@ class RunLog:
         self.agent_id = agent_id
         self.lock = lock
         self.records: dict[int, Record] = {}
+        #: action seq -> the seqs of its compensation records, built on first use from
+        #: ``records`` and kept by :meth:`write` (a rollback asks it once per record)
+        self._undoes: dict[int, list[int]] | None = None
         self.status = RunStatus.RUNNING
         self._events: Any = None
         #: whether info-level events go anywhere (decided when the run starts)
@@ -210,7 +213,19 @@ class RunLog:
                 self._announce(rec, was)
         for rec in appends:
             self.records[rec.seq] = rec
+            if self._undoes is not None and rec.compensates is not None:
+                self._undoes.setdefault(rec.compensates, []).append(rec.seq)
             self._announce(rec, None)
+
+    def compensations_of(self, seq: int) -> list[Record]:
+        """The compensation records of action ``seq``, oldest first (call under the run's
+        lock)."""
+        if self._undoes is None:
+            self._undoes = {}
+            for r in self.records.values():
+                if r.kind is RecordKind.COMPENSATION and r.compensates is not None:
+                    self._undoes.setdefault(r.compensates, []).append(r.seq)
+        return [self.records[s] for s in self._undoes.get(seq, ())]
 
     # -- the run's row -----------------------------------------------------------------------
     def create(self) -> None:

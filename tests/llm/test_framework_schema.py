@@ -27,6 +27,13 @@ class VoidArgs(BaseModel):
     reason: str = "trip cancelled"
 
 
+def undone_on_a_models_word(report: Any) -> bool:
+    """Everything undone, through a pair policy="auto" put in use that nobody reviewed: the
+    report names it and is not clean on its account (issue #27)."""
+    return (not report.left_live and not report.in_flight and bool(report.unreviewed)
+            and not report.clean)
+
+
 def test_framework_tool_keeps_the_schema_it_is_given() -> None:
     def call(args: dict[str, Any]) -> Any:
         return args
@@ -60,7 +67,7 @@ def test_the_model_sees_the_framework_schema_and_the_right_mapping_undoes_the_ho
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"),
                              tools=[*world.tools(), langchain_void_booking(world)])
-    assert trip_that_fails(engine, world).clean
+    assert undone_on_a_models_word(trip_that_fails(engine, world))
     assert_no_live_effects(world)
     asked_mapping = model.prompts[1]
     assert "the booking's reference" in asked_mapping and '"type": "string"' in asked_mapping

@@ -43,11 +43,18 @@ def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     store.close()
 
 
+def undone_on_a_models_word(report: Any) -> bool:
+    """Everything undone, through a pair policy="auto" put in use that nobody reviewed: the
+    report names it and is not clean on its account (issue #27)."""
+    return (not report.left_live and not report.in_flight and bool(report.unreviewed)
+            and not report.clean)
+
+
 def _learn_the_pair(resolver_engine: Make, world: TravelWorld, url: str | rac.Store) -> None:
     """A first process asks the model (both questions) and ends."""
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"), store=url)
-    assert trip_that_fails(engine, world).clean
+    assert undone_on_a_models_word(trip_that_fails(engine, world))
     assert model.left == 0
     engine.store.close()
 

@@ -20,6 +20,13 @@ from .conftest import RIGHT_MAPPING, RIGHT_PAIR, trip_that_fails
 Make = Callable[..., rac.RAC]
 
 
+def undone_on_a_models_word(report: Any) -> bool:
+    """Everything undone, through a pair policy="auto" put in use that nobody reviewed: the
+    report names it and is not clean on its account (issue #27)."""
+    return (not report.left_live and not report.in_flight and bool(report.unreviewed)
+            and not report.clean)
+
+
 def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
                                                         world: TravelWorld) -> None:
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
@@ -27,14 +34,14 @@ def test_a_right_proposal_is_used_at_once_and_asked_once(resolver_engine: Make,
     report = trip_that_fails(engine, world)
     assert [(u.tool, u.compensator) for u in report.compensated] == [
         ("book_hotel", "void_booking"), ("book_flight", "cancel_flight")]
-    assert report.clean
+    assert undone_on_a_models_word(report)
     assert_no_live_effects(world)
     # the model saw the tool, the candidates and, for the mapping, the call's own result
     assert "void_booking" in model.prompts[0] and "Void a hotel booking" in model.prompts[0]
     assert '"booking_id": "HT-' in model.prompts[1]
     # a second trip asks nothing: the pair and its mapping are remembered
     report = trip_that_fails(engine, world)
-    assert report.clean and len(model.prompts) == 2
+    assert undone_on_a_models_word(report) and len(model.prompts) == 2
     assert_no_live_effects(world)
     [pair] = [p for p in pair_book(engine.store).list_pairs() if p.source == "llm"]
     assert (pair.tool, pair.compensator, pair.status) == ("book_hotel", "void_booking",
@@ -190,8 +197,9 @@ def test_a_store_without_pairs_remembers_them_in_the_process(
     model = ScriptedModel([RIGHT_PAIR, RIGHT_MAPPING])
     engine = resolver_engine(LLMResolver(model, policy="auto"), store=LogOnly())
     with caplog.at_level(logging.WARNING, logger="rac"):
-        assert trip_that_fails(engine, world).clean
-        assert trip_that_fails(engine, world).clean
+        # undone through the model's pair kept in the process, and named as not reviewed
+        assert undone_on_a_models_word(trip_that_fails(engine, world))
+        assert undone_on_a_models_word(trip_that_fails(engine, world))
     assert model.left == 0 and len(model.prompts) == 2
     assert sum("rac.pairs_not_durable" in r.getMessage() for r in caplog.records) == 1
     assert_no_live_effects(world)
@@ -308,6 +316,12 @@ def test_an_auto_pair_is_used_named_as_unreviewed_and_open_to_a_verdict(
     with caplog.at_level(logging.WARNING, logger="rac"):
         report = trip_that_fails(engine, world)
     assert [u.compensator for u in report.compensated] == ["void_booking", "cancel_flight"]
+    # undone, but on a model's word alone: the report is not clean, and says why (issue #27)
+    assert [u.compensator for u in report.unreviewed] == ["void_booking"]
+    assert not report.clean
+    text = report.render()
+    assert "nobody reviewed" in text and "void_booking" in text
+    assert "The world is back to how it was" not in text
     unreviewed = [r.getMessage() for r in caplog.records
                   if "rac.pair_unreviewed" in r.getMessage()]
     assert len(unreviewed) == 1 and "not reviewed" in unreviewed[0]

@@ -49,6 +49,9 @@ class RecoveryReport(BaseModel):
     attempts: int = 0
     alternatives: list[AttemptedAlternative] = Field(default_factory=list)
     compensated: list[UndoneAction] = Field(default_factory=list)
+    #: of ``compensated``, those undone through a model-proposed pair nobody reviewed
+    #: (``policy="auto"``): the report is not clean on their account alone
+    unreviewed: list[UndoneAction] = Field(default_factory=list)
     compensation_failed: list[UndoneAction] = Field(default_factory=list)
     held: list[UndoneAction] = Field(default_factory=list)
     not_undoable: list[UndoneAction] = Field(default_factory=list)
@@ -69,7 +72,7 @@ class RecoveryReport(BaseModel):
     def clean(self) -> bool:
         """True only if every side effect of the scope that may have happened was undone (and
         the run's status, computed from its records, agrees)."""
-        return (not self.left_live and not self.in_flight
+        return (not self.left_live and not self.in_flight and not self.unreviewed
                 and self.status in (RunStatus.COMPENSATED, RunStatus.RUNNING))
 
     def render(self) -> str:
@@ -134,6 +137,10 @@ def render_report(report: RecoveryReport) -> str:
     if report.compensated:
         done = ", ".join(f"{_name(u)} (via {u.compensator})" for u in report.compensated)
         lines.append(f"Undone, newest first: {done}.")
+    if report.unreviewed:
+        lines.append("Undone through a model-proposed pair nobody reviewed: "
+                     + ", ".join(f"{_name(u)} (via {u.compensator})" for u in report.unreviewed)
+                     + "; a person should confirm these.")
     if report.in_flight:
         lines.append("Still running, will be undone when it completes: "
                      + ", ".join(_name(u) for u in report.in_flight) + ".")

@@ -59,6 +59,19 @@ _FALLBACKS: weakref.WeakKeyDictionary[Any, MemoryPairBook] = weakref.WeakKeyDict
 _FALLBACK_LOCK = threading.Lock()
 
 
+def pairs_known(store: Any) -> list[PairRecord]:
+    """The pairs known for ``store`` (its own, or its in-process book), without making a book
+    where there is none."""
+    if supports(store, "pairs"):
+        return list(store.list_pairs())
+    with _FALLBACK_LOCK:
+        try:
+            book = _FALLBACKS.get(store)
+        except TypeError:
+            book = None
+    return list(book.list_pairs()) if book is not None else []
+
+
 def pair_book(store: Any) -> PairStore:
     """The pairs of ``store``: the store itself when it keeps pairs, else an in-process book
     shared by everything using that store object (with a warning, once per store)."""

@@ -149,6 +149,19 @@ def _ref(rec: Record) -> str | None:
     return found if type(found) is str or found is None else str(found)
 
 
+def _unreviewed(run: Run, compensated: list[UndoneAction]) -> list[UndoneAction]:
+    """The undone actions whose undo ran through a pair ``policy="auto"`` put in use that no
+    person reviewed (status ``auto`` in the log's pairs): undone, but not on a person's word."""
+    if not compensated:
+        return []
+    from rac.resolver.book import pairs_known
+
+    auto = {(p.tool, p.compensator) for p in pairs_known(run.engine.store) if p.status == "auto"}
+    if not auto:
+        return []
+    return [u for u in compensated if (u.tool, u.compensator) in auto]
+
+
 def _report(run: Run, scope: str, reason: str, failure: Failure | None,
             alternatives: list[AttemptedAlternative], kept: dict[int, str],
             notes: dict[int, Undo], status: Any, order: list[int]) -> RecoveryReport:
@@ -216,7 +229,8 @@ def _report(run: Run, scope: str, reason: str, failure: Failure | None,
                 failed.append(item)
     fields: dict[str, Any] = {
         "run_id": run.run_id, "scope": scope, "reason": reason, "alternatives": alternatives,
-        "compensated": compensated, "compensation_failed": failed, "held": held,
+        "compensated": compensated, "unreviewed": _unreviewed(run, compensated),
+        "compensation_failed": failed, "held": held,
         "not_undoable": not_undoable, "blocked": blocked, "in_doubt": in_doubt,
         "not_happened": not_happened, "in_flight": in_flight, "status": status}
     if failure is not None:

@@ -165,3 +165,36 @@ def test_compensators_registered_with_the_engine_are_used_unknown_ones_refused()
     assert world.live() == []
     assert ("cancel_flight", "FL-101", "cancel") in world.ledger()
     assert "via cancel_flight" in told(llm, "book_hotel")[0]
+
+
+@pytest.mark.parametrize("how", ["enabled alone", "crew member", "inside an open run"])
+def test_agent_kickoff_inside_an_event_loop_is_one_run_holding_its_calls(how: str) -> None:
+    # Inside a running event loop CrewAI's Agent.kickoff returns kickoff_async's coroutine:
+    # the kickoff itself opens no run (before, an empty 'completed' run beside the real one),
+    # the awaited coroutine is the one run of the calls, and a failure undoes them.
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, agent, llm = one_agent_crew(world, [[("book_flight", PAR)], [("book_hotel", HOTEL)],
+                                              "nothing booked"])
+    eng = engine()
+    if how == "crew member":
+        enable_rac(crew, eng)
+    else:
+        enable_rac_for_agent(agent, eng)
+
+    async def main() -> Any:
+        if how != "inside an open run":
+            return await agent.kickoff("Book ann's trip")
+        with eng.run(agent_id="trip"):
+            return await agent.kickoff("Book ann's trip")
+
+    asyncio.run(main())
+
+    assert world.live() == []
+    assert "via cancel_flight" in told(llm, "book_hotel")[0]
+    [run] = runs_of(eng)
+    assert run.agent_id == ("trip" if how == "inside an open run" else "travel agent")
+    assert run.status is RunStatus.COMPENSATED
+    assert [(r.tool, r.status) for r in eng.store.get_records(run.run_id)] == [
+        ("book_flight", RecordStatus.COMPENSATED), ("book_hotel", RecordStatus.FAILED),
+        ("cancel_flight", RecordStatus.COMPLETED)]

@@ -8,6 +8,7 @@ from typing import Any, overload
 from crewai import Agent, Crew
 from crewai.flow.flow import Flow
 from crewai.tools import BaseTool
+from crewai.utilities.agent_utils import is_inside_event_loop
 
 from rac import RAC, ConfigurationError, Tool
 from rac_crewai.approvals import Approver
@@ -79,7 +80,12 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
     own, or one enabled by itself) one run of ``engine``, as a crew's kickoff is; inside an
     open run it joins it. Its parallel calls of one model turn are one batch. Without
     this the agent's guarded tools, finding no run, would each open one of their own and no
-    failure could undo an earlier call."""
+    failure could undo an earlier call.
+
+    Called inside a running event loop (a Flow method, an ``async def``), CrewAI's
+    ``kickoff`` does no work: it returns the coroutine of ``kickoff_async``, which does it when
+    awaited. That ``kickoff`` opens no run (it would be an empty one, closed before the
+    calls); the awaited ``kickoff_async``, scoped too, is the run of the calls."""
     if agent.__dict__.get(KICKOFF_ATTR) is engine:
         return
     cls = type(agent)
@@ -93,7 +99,8 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
 
     if callable(getattr(cls, "kickoff", None)):
         object.__setattr__(agent, "kickoff", in_run(
-            engine, in_kickoff(cls.kickoff.__get__(agent)), prepare, caches=caches))
+            engine, in_kickoff(cls.kickoff.__get__(agent)), prepare, is_inside_event_loop,
+            caches=caches))
     for name in ("kickoff_async", "akickoff"):
         if callable(getattr(cls, name, None)):
             object.__setattr__(agent, name, in_async_run(

@@ -16,8 +16,14 @@ from typing import Any
 
 from crewai import Agent, Crew, Task
 from crewai.hooks.dispatch import HookAborted
+from crewai.hooks.tool_hooks import (
+    ToolCallHookContext,
+    register_after_tool_call_hook,
+    unregister_after_tool_call_hook,
+)
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import BaseTool, tool
+from crewai.tools.tool_failure import ToolFailurePolicy
 from pydantic import Field
 
 import rac
@@ -90,18 +96,35 @@ def told(llm: ScriptedLLM) -> list[Told]:
     return list(out.values())
 
 
+#: How CrewAI's executor starts the text it gives the model for a tool that raised.
+CREWAI_ERROR_TEXT = "Error executing tool"
+#: What :func:`handle_tool_errors` answers for a tool that raised.
+HANDLED = "The tool is unavailable right now; carry on without it."
+
+
+def handle_tool_errors(context: ToolCallHookContext) -> str | None:
+    """A user's error handler as CrewAI offers one: an ``after_tool_call`` hook that answers
+    with a text of its own for a tool that raised (CrewAI's executor caught the exception and
+    hands the hook its text, "Error executing tool: ..."). A tool whose failure reached CrewAI
+    as an exception would be hidden behind it; a failure RAC handled is not."""
+    result = context.tool_result
+    if isinstance(result, str) and result.startswith(CREWAI_ERROR_TEXT):
+        return HANDLED
+    return None
+
+
 class ConformanceHarness:
     """Runs a conformance turn as one kickoff of a one-agent crew enabled with RAC."""
 
     parallel = True
 
     def _crew(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
-              agent_id: str) -> tuple[Crew, ScriptedLLM]:
+              agent_id: str, **crew_kw: Any) -> tuple[Crew, ScriptedLLM]:
         llm = ScriptedLLM(list(script))
         agent = Agent(role=agent_id, goal="book trips", backstory="careful", llm=llm,
                       tools=world_tools(world), max_iter=20)
         task = Task(description="Book my trip", expected_output="the bookings", agent=agent)
-        crew = Crew(agents=[agent], tasks=[task])
+        crew = Crew(agents=[agent], tasks=[task], **crew_kw)
         enable_rac(crew, engine)
         return crew, llm
 
@@ -119,3 +142,30 @@ class ConformanceHarness:
 
     def control_flow(self) -> BaseException:
         return HookAborted("the operator stopped the crew")
+
+    def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
+                                 script: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """The turn with CrewAI's own handling of tool errors at its most forgiving, all of it
+        set up after RAC was enabled: CrewAI's executor turns a tool's exception into text
+        (always on), the crew's ``tool_failure_policy`` is ``ignore`` (a failure is not acted
+        on), and a user's global ``after_tool_call`` hook answers for every tool that raised
+        (:func:`handle_tool_errors`)."""
+        crew, llm = self._crew(engine, world, script, agent_id)
+        crew.tool_failure_policy = ToolFailurePolicy.IGNORE
+        for agent in crew.agents:
+            agent.tool_failure_policy = ToolFailurePolicy.IGNORE
+        register_after_tool_call_hook(handle_tool_errors)
+        try:
+            out = crew.kickoff()
+        finally:
+            unregister_after_tool_call_hook(handle_tool_errors)
+        return TurnResult(told(llm), str(getattr(out, "raw", out)))
+
+    def call_around_hook(self, engine: rac.RAC, world: TravelWorld,
+                         call: tuple[str, dict[str, Any]], *, agent_id: str) -> Any:
+        """A tool of an enabled crew called directly (``tool.run(...)``), as application code
+        or another framework may call it: no model turn, no CrewAI hook, no kickoff."""
+        crew, _ = self._crew(engine, world, [], agent_id)
+        name, args = call
+        [found] = [t for t in crew.agents[0].tools or [] if t.name == name]
+        return found.run(**args)

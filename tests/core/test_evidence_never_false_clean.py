@@ -6,10 +6,18 @@ client library and exceptions no rule knows, errors after the effect, compensato
 and then fail ambiguously (unsafe, idempotent, or with their own lookup), a lookup that meets a
 booking the passenger held before the run, and keyed tools given an empty key. Checked against
 the travel world's own ledger (live bookings, and how often each was cancelled), every store
-write checked against the lifecycle tables."""
+write checked against the lifecycle tables.
+
+Concurrent before-image writers (:func:`test_a_restore_never_overwrites_a_later_writer`):
+another task changes the object between the action and its restore (outside RAC, or through the
+same run outside a nested scope, or between two restores, or while a restore waits to be
+retried), or puts the old value back itself; whatever the faults of the action, its restore
+and the reads, a restore never writes over a value the scope's own actions did not write, and
+an action it could not restore is named, never counted undone."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -154,4 +162,185 @@ def test_never_a_false_all_clear(plan: list[str], faults: list[Any], cancel_faul
         for booking in live:
             assert TOOL_OF[booking["kind"]] in named, (booking, report)
         assert run.status is not rac.RunStatus.COMPENSATED
+    world.close()
+
+
+# -- concurrent before-image writers ----------------------------------------------------------
+#: what a call of change_detail (the action) or of its restore meets: (kind, phase)
+WRITE_FAULTS = st.sampled_from([None, None, ("timeout", "after"), ("timeout", "before"),
+                                ("httpx", "after"), ("unknown", "after"),
+                                ("permanent", "before"), ("error_result", "after")])
+#: a write made by someone else: "other" (another task, outside RAC), "task" (another task
+#: of the same run, through RAC, outside the nested scope), "restore" (another task puts the
+#: value the seat held before the run back itself)
+WRITER = st.sampled_from(["run", "run", "other", "task", "restore"])
+
+
+class Seat:
+    """The travel world's change_detail and get_booking with faults, and a record of every
+    write: who made it, and what the seat held when a restore ran."""
+
+    def __init__(self, world: TravelWorld, seat: str) -> None:
+        self.world, self.seat = world, seat
+        self.run: rac.Run | None = None
+        self.action_faults: list[Any] = []
+        self.restore_faults: list[Any] = []
+        self.read_faults: set[int] = set()
+        self.reads = 0
+        self.after_restore: list[str | None] = []  # a write right after each restore
+        self.faulted = True  # the main task's calls meet faults; another task's do not
+        self.counted = True  # the call is the rolled-back scope's (not another task's)
+        self.in_scope: set[str] = set()  # values written by the scope's own actions
+        self.first_before: str | None = None  # the seat before the scope's first write
+        self.overwritten: list[tuple[str | None, str]] = []  # (held, restored) by a restore
+        self.writes = 0
+        self.late: str | None = None  # the seat before a write made after the last restore
+
+    def restoring(self) -> bool:
+        assert self.run is not None
+        return any(r.kind is rac.RecordKind.COMPENSATION and r.status is rac.RecordStatus.PENDING
+                   for r in self.run.records())
+
+    def other_write(self, kind: str, n: int) -> None:
+        self.world.change_detail(self.seat, "X->Y" if kind == "restore" else f"other-{n}")
+
+    def tools(self) -> list[rac.Tool]:
+        world = self.world
+
+        def change_detail(booking_id: str, detail: str) -> dict[str, Any]:
+            """Change a booking's detail (seat, room type, ...)."""
+            restore = self.restoring()
+            queue = self.restore_faults if restore else self.action_faults
+            fault = queue.pop(0) if self.faulted and queue else None
+            held = world.detail_of(booking_id)
+            if fault is not None and fault[1] == "before":
+                raise Faulty._error("change_detail", fault[0])
+            if restore:
+                self.late = None
+                if held not in self.in_scope and held != detail:
+                    self.overwritten.append((held, detail))
+            elif self.counted:
+                if self.first_before is None:
+                    self.first_before = held
+                self.in_scope.add(detail)
+            out = world.change_detail(booking_id, detail)
+            if restore and self.after_restore:
+                writer = self.after_restore.pop(0)
+                if writer is not None:
+                    self.late = world.detail_of(booking_id)
+                    self.writes += 1
+                    self.other_write(writer, 100 + self.writes)
+            if fault is not None:
+                if fault[0] == "error_result":
+                    return {"error": "change_detail: upstream answered 500 after writing"}
+                raise Faulty._error("change_detail", fault[0])
+            return out
+
+        def get_booking(booking_id: str) -> dict[str, Any]:
+            """One booking as it is now (read-only)."""
+            self.reads += 1
+            if self.reads in self.read_faults:
+                raise rac.PermanentError("bookings API down")
+            return world.get_booking(booking_id)
+
+        def book_car(driver: str, city: str) -> dict[str, Any]:
+            """Book a rental car in city."""
+            raise rac.PermanentError("no cars left")
+
+        return [rac.Tool.from_function(f) for f in (change_detail, get_booking, book_car)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the reproduction: a nested scope's restore overwrote another task's later, live update
+@example(ops=["run", "task"], nested=True, action_faults=[], restore_faults=[], read_faults=set(),
+         after_restore=[], effect="unsafe")
+# another task puts the old value back itself: the restore is a no-op, and the run is clean
+@example(ops=["run", "restore"], nested=False, action_faults=[], restore_faults=[],
+         read_faults=set(), after_restore=[], effect="unsafe")
+# a writer between two restores of the same seat: the older restore must not overwrite it
+@example(ops=["run", "run"], nested=False, action_faults=[], restore_faults=[],
+         read_faults=set(), after_restore=["other"], effect="unsafe")
+# an idempotent action timed out after writing, and its retry was refused before any effect:
+# the first attempt's write is live, so the call may have happened (it was "failed": clean)
+@example(ops=["run"], nested=False, action_faults=[("timeout", "after"), ("permanent", "before")],
+         restore_faults=[], read_faults=set(), after_restore=[], effect="idempotent")
+# an idempotent restore timed out after writing, another task wrote meanwhile: the retry must
+# compare again, not overwrite that task's value
+@example(ops=["run"], nested=False, action_faults=[], restore_faults=[("timeout", "after")],
+         read_faults=set(), after_restore=["other"], effect="idempotent")
+@given(ops=st.lists(WRITER, min_size=1, max_size=5), nested=st.booleans(),
+       action_faults=st.lists(WRITE_FAULTS, max_size=4),
+       restore_faults=st.lists(WRITE_FAULTS, max_size=3),
+       read_faults=st.sets(st.integers(1, 8), max_size=2),
+       after_restore=st.lists(st.sampled_from([None, "other", "restore"]), max_size=3),
+       effect=st.sampled_from(["unsafe", "idempotent"]))
+def test_a_restore_never_overwrites_a_later_writer(
+        ops: list[str], nested: bool, action_faults: list[Any], restore_faults: list[Any],
+        read_faults: set[int], after_restore: list[str | None], effect: str) -> None:
+    """A before-image restore writes the old value only over what the scope's own actions
+    wrote (or over the old value itself); whoever else wrote since, another task outside RAC,
+    another task of the same run outside the nested scope, or a writer between two restores,
+    keeps their value, and the action is named as left live, never counted undone. A writer
+    who put the old value back makes the restore a no-op."""
+    import contextvars
+
+    world = TravelWorld()
+    seat = world.book_flight(passenger="p", origin="X", dest="Y")["booking_id"]  # "X->Y"
+    faults = Seat(world, seat)
+    faults.action_faults, faults.restore_faults = list(action_faults), list(restore_faults)
+    faults.read_faults, faults.after_restore = read_faults, list(after_restore)
+    engine = rac.RAC(
+        tools=faults.tools(), store=LifecycleStore(MemoryStore()), clock=VirtualClock(),
+        read_only=["get_booking"], load_entrypoints=False,
+        effects={} if effect == "unsafe" else {"change_detail": effect},
+        compensations={"change_detail": rac.Compensation(
+            "change_detail", args={"booking_id": "args.booking_id", "detail": "before.detail"},
+            before=rac.BeforeImage("get_booking", args={"booking_id": "args.booking_id"}))},
+        no_compensation="assume_read_only",
+        retry=rac.RetryPolicy(max_attempts=3, initial_delay=0.1, jitter=0),
+        compensation_retry=rac.RetryPolicy(max_attempts=3, initial_delay=0.1, jitter=0))
+    report: rac.RecoveryReport | None = None
+    with engine.run() as run:
+        faults.run = run
+        scope = run.scope() if nested else contextlib.nullcontext()
+        try:
+            with scope:
+                for n, who in enumerate(ops):
+                    if who in ("other", "restore"):
+                        faults.other_write(who, n)
+                        continue
+                    detail = f"{who}-{n}"
+                    try:
+                        if who == "task":  # another task of the run: not in a nested scope
+                            faults.faulted, faults.counted = False, not nested
+                            contextvars.Context().run(run.call, "change_detail",
+                                                      booking_id=seat, detail=detail)
+                        else:
+                            run.call("change_detail", booking_id=seat, detail=detail)
+                    except rac.CallRefused:
+                        continue  # the before-image could not be read: it did not run
+                    finally:
+                        faults.faulted = faults.counted = True
+                run.call("book_car", driver="p", city="Y")
+        except rac.ToolCallFailed as failed:
+            report = failed.report
+    assert report is not None
+    # the seat as the rollback left it (a write after the last restore is not the rollback's)
+    final = world.detail_of(seat) if faults.late is None else faults.late
+    text = engine.render(report)
+    assert faults.overwritten == [], faults.overwritten  # no restore over another's write
+    actions = [r for r in engine.store.get_records(run.run_id) if r.tool == "change_detail"
+               and r.kind is rac.RecordKind.ACTION and r.scope == report.scope]
+    named = {u.seq for u in report.left_live} | {u.seq for u in report.in_flight}
+    undone = {u.seq for u in report.compensated}
+    for rec in actions:
+        assert (rec.seq in undone) == (rec.status is rac.RecordStatus.COMPENSATED), rec
+    if faults.first_before is not None and final != faults.first_before:
+        # not back as before the scope's first write: someone's value is there, and the
+        # scope's action that could not be restored over it is named, never undone
+        assert not report.clean and "world is back" not in text, (report, final)
+        assert named & {r.seq for r in actions}, (report, final)
+        assert run.status is not rac.RunStatus.COMPENSATED
+    if report.clean:
+        assert final not in faults.in_scope - {faults.first_before}, (report, final)
     world.close()

@@ -336,6 +336,7 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
     effect = Effect(rec.effect) if rec.effect else Effect.UNSAFE
     lookup = engine.registry.lookups.get(tool)
     tries = 0
+    earlier = 0  # the first attempt that may have taken effect, unless a lookup said absent
     while True:
         tries += 1
         if tries > 1:
@@ -356,16 +357,21 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
         # worth repeating either.
         retry = cls.transient or (cls.ambiguous and effect in _REPEAT_SAFE and not cls.final
                                   and not (cls.fallback and effect is Effect.READ_ONLY))
+        if cls.ambiguous and not earlier:
+            earlier = tries
         if retry and tries < policy.max_attempts:
             yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
-                                happened=not cls.transient)
+                                happened=bool(earlier))
             continue
-        if not cls.ambiguous or effect is Effect.READ_ONLY:
+        if effect is Effect.READ_ONLY or not (cls.ambiguous or earlier):
             return Performed("failed", got)
-        # It may have happened.
+        # It may have happened: this attempt, or an earlier one that failed ambiguously (an
+        # error before any effect now says nothing of what that one did).
+        what = f"{cls.kind} failure" if cls.ambiguous else (
+            f"attempt {earlier} failed ambiguously before this {cls.kind} failure")
         if lookup is None:
-            return Performed("in_doubt", got, f"may have happened: {cls.kind} failure and no "
-                                              "lookup is declared to tell")
+            return Performed("in_doubt", got, f"may have happened: {what} and no lookup is "
+                                              "declared to tell")
         seen = yield from reconcile(run, rec, lookup, own_args)
         run.log.event("rac.reconcile", seq=rec.seq, tool=tool, status=seen.verdict,
                       reason=seen.reason)
@@ -375,6 +381,7 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
         if seen.verdict == ABSENT:
             # it did not happen: repeated while attempts remain, unless the failure was an
             # answer (an error result, a 4xx) that a repeat would only give again
+            earlier = 0
             if tries < policy.max_attempts and not cls.final:
                 yield from _backoff(run, rec, tool, tries, cls.retry_after, got.error,
                                     happened=False)
@@ -385,8 +392,8 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
 
 def _backoff(run: Run, rec: Record, tool: str, tries: int, retry_after: float | None,
              error: BaseException, *, happened: bool) -> Flow[None]:
-    """Wait before the next attempt. Interrupted while waiting, a call whose last attempt is
-    known not to have happened (``happened`` False) is written as failed; else it stays
+    """Wait before the next attempt. Interrupted while waiting, a call none of whose
+    attempts may have happened (``happened`` False) is written as failed; else it stays
     pending, in doubt."""
     delay = run.engine.retry.delay(tries, retry_after=retry_after, rng=run.rng)
     run.log.event("rac.retry", seq=rec.seq, tool=tool, status="retrying", attempt=tries,

@@ -128,14 +128,7 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
     if comp.before is not None:  # a restore: only over what the action wrote
         conflict = yield from later_writer(run, rec, comp.before)
         if conflict is not None:
-            msg = f"not restored through {comp.tool}: {conflict}"
-            if maybe:
-                msg += f" {UNCERTAIN_NOTE}"
-            with run.lock:
-                run.log.update(rec, status=R.COMPENSATION_FAILED, error=msg)
-            run.log.event("rac.compensation_conflict", level="warning", seq=rec.seq,
-                          tool=rec.tool, status="conflict", error=conflict)
-            return Undo("failed", comp.tool, msg)
+            return _conflict(run, rec, comp, conflict, maybe)
     raised = None
     person = decision(rec, comp.tool, cargs)  # rac approve / rac hold: outranks the plugins
     if person is False:  # kept held on purpose: the note keeps who and why
@@ -188,6 +181,24 @@ def compensate(run: Run, rec: Record) -> Flow[Undo]:
             fields["note"] = f"{rec.note}; approval used at {now:.0f}"
         run.log.write(updates=[(rec, fields)], appends=[crec])
     return (yield from _call(run, rec, crec, comp, tool, cargs, uncertain=maybe))
+
+
+def _conflict(run: Run, rec: Record, comp: Compensation, conflict: str, maybe: bool,
+              crec: Record | None = None, failed: dict[str, Any] | None = None) -> Undo:
+    """A restore that would overwrite a later writer's change is not made: the action is a
+    dead letter that says why (and ``crec``, a restore attempted before, is written failed)."""
+    msg = f"not restored through {comp.tool}: {conflict}"
+    if maybe:
+        msg += f" {UNCERTAIN_NOTE}"
+    updates: list[tuple[Record, dict[str, Any]]] = [
+        (rec, {"status": R.COMPENSATION_FAILED, "error": msg})]
+    if crec is not None:
+        updates.insert(0, (crec, failed or {"status": R.FAILED}))
+    with run.lock:
+        run.log.write(updates=updates, durable=False)
+    run.log.event("rac.compensation_conflict", level="warning", seq=rec.seq,
+                  tool=rec.tool, status="conflict", error=conflict)
+    return Undo("failed", comp.tool, msg)
 
 
 def _effect(run: Run, comp: Compensation, tool: Tool, cargs: dict[str, Any]) -> Effect:
@@ -326,6 +337,12 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
             except BaseException as e:
                 run.interrupted(crec, e)
                 raise
+            if comp.before is not None:  # a restore again: only while nobody wrote since
+                conflict = yield from later_writer(run, rec, comp.before)
+                if conflict is not None:
+                    return _conflict(run, rec, comp, conflict, uncertain, crec, {
+                        "status": R.FAILED, "error": error_text(got.error),
+                        "attempts": tries})
             continue
         if maybe_undone:
             msg = (f"{comp.tool} may have undone it, or not: it failed "

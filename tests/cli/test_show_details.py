@@ -87,3 +87,68 @@ def test_a_needs_attention_run_names_the_commands_that_settle_it(tmp_path: Path)
     assert f"rac resolve {run_id} SEQ" in out and f"rac resume {run_id} --app" in out
     assert "hotel system down" in out.split("what the agent was told:", 1)[1]
     world.close()
+
+
+class _Refunds:
+    """A card charge and refunds that pay back again on every call (no key)."""
+
+    def __init__(self) -> None:
+        self.paid: list[str] = []
+        self.stop = True
+
+    def charge(self, customer: str, amount: float) -> dict[str, object]:
+        """Charge the customer's card."""
+        return {"charge_id": "CH-001", "customer": customer, "amount": amount}
+
+    def refund(self, charge_id: str) -> dict[str, object]:
+        """Pay a charge back."""
+        self.paid.append(charge_id)
+        if self.stop:
+            self.stop = False
+            raise KeyboardInterrupt  # the process stops right after the refund paid
+        return {"refund_id": f"RF-{len(self.paid)}", "charge_id": charge_id}
+
+
+@pytest.mark.parametrize("effect", ["unsafe", "idempotent"])
+def test_an_interrupted_undo_says_what_recovery_does_with_it(tmp_path: Path,
+                                                             effect: str) -> None:
+    """The process stops after a refund paid and before its outcome was written. What the
+    operator reads of that compensation (``rac show``) and what the agent is told after the
+    resume say what RAC does: an unsafe refund is not made again (it may have paid), an
+    idempotent one is; never "recovery runs it again" whatever the compensator."""
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    pay = _Refunds()
+
+    def engine() -> rac.RAC:
+        return rac.RAC(tools=[pay.charge, pay.refund], store=url, clock=VirtualClock(),
+                       compensations={"charge": "refund"}, load_entrypoints=False,
+                       effects={} if effect == "unsafe" else {"refund": effect})
+
+    first = engine()
+    with pytest.raises(KeyboardInterrupt), first.run() as run:
+        run.call("charge", customer="ann", amount=40.0)
+        run.rollback()
+    first.close()
+    second = engine()
+    done = second.resume(run.run_id)
+    second.close()
+
+    shown = json.loads(rac_cli("show", run.run_id, "--store", url, "--json",
+                               cwd=tmp_path).stdout)
+    first_undo = next(r for r in shown["records"] if r["kind"] == "compensation")
+    said = first_undo["error"]
+    assert "runs it again" not in said
+    assert said.startswith("in doubt: the process stopped before the outcome of this "
+                           "compensation was written, so it may have taken effect")
+    assert "only if a repeat is safe (an idempotent compensator, or a keyed one" in said
+    action = next(r for r in shown["records"] if r["kind"] == "action")
+    if effect == "unsafe":  # not repeated: paid once, the charge named, never "undone"
+        assert pay.paid == ["CH-001"] and done.outcome == "needs_attention"
+        assert action["status"] == "compensation_failed"
+        assert "refund may have undone it, or not" in shown["report"]
+        assert "is not safe to repeat" in shown["report"]
+        assert "world is back" not in shown["report"]
+    else:  # a repeat is safe: made again, and the run is back
+        assert pay.paid == ["CH-001", "CH-001"] and done.outcome == "compensated"
+        assert action["status"] == "compensated"
+        assert "world is back" in shown["report"]

@@ -13,8 +13,12 @@ made, newest first:
   arguments, and the idempotency key the call was made with, as ``args["idempotency_key"]``);
   if the compensation needs the missing result, the action is named as possibly live;
 * interrupted compensations (the action is ``compensating``): a compensation whose outcome was
-  written is taken as done; one with no outcome is marked ``failed`` (in doubt) and run again
-  with the same idempotency key, so a compensator must also be idempotent.
+  written is taken as done; one with no outcome is marked ``failed`` (in doubt: it may have
+  taken effect). It is made again only where a repeat is safe (an ``idempotent`` compensator,
+  or a ``keyed`` one, called with the same idempotency key); an ``unsafe`` one is settled by
+  its own lookup (found: the undo is done; absent: it is made again) or, with none or when the
+  lookup cannot tell, the action is left as a dead letter named as possibly undone, never
+  repeated blindly (see :mod:`rac.run.compensation`).
 
 Compensations that exhaust their retries are dead letters (``compensation_failed``) and the run
 ends ``needs_attention``; :func:`resume` retries them after the cause is fixed.
@@ -209,11 +213,22 @@ def find_unfinished(engine: RAC, *, stale_after: float | None = None) -> list[Ru
 
 
 # -- rebuilding a run --------------------------------------------------------------------------
+#: What an interrupted compensation's record says (``rac show``, the run's report): what
+#: recovery does with it depends on the compensator's effect class, and is never a blind repeat.
+IN_DOUBT_COMPENSATION = (
+    "in doubt: the process stopped before the outcome of this compensation was written, so it "
+    "may have taken effect; recovery makes it again only if a repeat is safe (an idempotent "
+    "compensator, or a keyed one with the same key), else its lookup settles it or the action "
+    "is left named as possibly undone")
+
+
 def rebuild(engine: RAC, info: RunInfo, records: list[Record], *, owner: str | None = None,
             lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Run:
     """A :class:`Run` rebuilt from the log, its interrupted compensations settled: one whose
     outcome was written counts as done; one with an intent and no outcome is closed as failed
-    (in doubt) so that the rollback runs it again with the same idempotency key. Every change
+    (in doubt), and the rollback makes it again only where a repeat is safe (an idempotent or
+    keyed compensator, with the same key); an unsafe one is settled by its lookup or left
+    named, never repeated blindly. Every change
     is a legal status change written to the log, fenced with ``owner`` (default: the engine),
     who claimed the run, and its lease renewed while the run is worked on."""
     run = Run.from_log(engine, info, records)
@@ -228,8 +243,7 @@ def rebuild(engine: RAC, info: RunInfo, records: list[Record], *, owner: str | N
             if crec.status is RecordStatus.PENDING:
                 updates.append((crec, {
                     "status": RecordStatus.FAILED, "note": "in_doubt",
-                    "error": "in doubt: the process stopped before the outcome of this "
-                             "compensation was written; recovery runs it again"}))
+                    "error": IN_DOUBT_COMPENSATION}))
     for rec in records:
         if rec.kind is RecordKind.ACTION and rec.status is RecordStatus.COMPENSATING and any(
                 c.status is RecordStatus.COMPLETED for c in comps.get(rec.seq, ())):

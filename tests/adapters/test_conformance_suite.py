@@ -191,3 +191,88 @@ def test_each_promise_fails_its_planted_mistake(check: str, broken: ToolCallsHar
         finally:
             engine.store.close()
             world.close()
+
+
+class CachingHarness(ToolCallsHarness):
+    """Promise 8's planted mistake: the loop keeps a cache of read results (by tool and
+    arguments) outside RAC, and serves a read from before the rollback again."""
+
+    def run_turn_cached(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        cache: dict[str, Any] = {}
+
+        def get_booking(booking_id: str) -> Any:
+            if booking_id not in cache:
+                cache[booking_id] = world.get_booking(booking_id)
+            return cache[booking_id]
+
+        tools: dict[str, Callable[..., Any]] = {t.__name__: t for t in world.tools()}
+        tools["get_booking"] = get_booking
+        _, messages = rac_agent_loop(engine, self._model(script), tools, "Book my trip",
+                                     agent_id=agent_id, workers=self.workers)
+        return self._result(messages)
+
+
+class UncachedHarness(ToolCallsHarness):
+    """Promise 8's control: every read asks the world."""
+
+    def run_turn_cached(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        tools: dict[str, Callable[..., Any]] = {t.__name__: t for t in world.tools()}
+        tools["get_booking"] = world.get_booking
+        _, messages = rac_agent_loop(engine, self._model(script), tools, "Book my trip",
+                                     agent_id=agent_id, workers=self.workers)
+        return self._result(messages)
+
+
+class LoggedDelegationHarness(ToolCallsHarness):
+    """Promise 5's planted mistake: the tool that runs the delegate's loop is logged as a call
+    of its own (no compensator: reported live after the rollback), and the delegate's loop,
+    run on the tool's worker thread, is a run of its own."""
+
+    def run_delegating_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                            delegate: Sequence[Step], *, agent_id: str) -> TurnResult:
+        world_tools: dict[str, Callable[..., Any]] = {t.__name__: t for t in world.tools()}
+
+        def ask_booker(request: str) -> str:
+            _, messages = rac_agent_loop(engine, self._model(delegate), world_tools, request,
+                                         agent_id=f"{agent_id}-booker", workers=self.workers)
+            return str(messages[-1].get("content"))
+
+        tools = {**world_tools, "ask_booker": ask_booker}
+        _, messages = rac_agent_loop(
+            engine, self._model([[("ask_booker", {"request": "Book ann's flight."})], *script]),
+            tools, "Book my trip", agent_id=agent_id, workers=self.workers)
+        return self._result(messages)
+
+
+def test_the_cache_check_fails_a_cache_that_outlives_the_rollback(tmp_path: Path) -> None:
+    suite = Suite()
+    for n, (harness, fails) in enumerate([(CachingHarness(), True),
+                                          (UncachedHarness(), False)]):
+        world = TravelWorld()
+        try:
+            check = suite.test_a_cache_never_serves_a_read_from_before_a_rollback
+            if fails:
+                with pytest.raises(AssertionError, match="served again"):
+                    check(harness, tmp_path / f"rac-{n}.db", world)
+            else:
+                check(harness, tmp_path / f"rac-{n}.db", world)
+        finally:
+            world.close()
+
+
+def test_the_delegation_checks_fail_a_delegation_logged_as_a_call(tmp_path: Path) -> None:
+    """The controls are the framework harnesses that pass them (LlamaIndex's agent used as a
+    tool, Semantic Kernel's agent called from a kernel function)."""
+    suite = Suite()
+    for n, check in enumerate([suite.test_delegated_work_joins_the_parent_run,
+                               suite.test_the_parent_hears_what_its_delegate_undid]):
+        engine = suite.make_engine(tmp_path / f"rac-{n}.db")
+        world = TravelWorld()
+        try:
+            with pytest.raises(AssertionError):
+                check(LoggedDelegationHarness(), engine, world)
+        finally:
+            engine.store.close()
+            world.close()

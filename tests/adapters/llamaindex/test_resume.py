@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld, assert_compensated_once, assert_no_live_effects
 from rac_llamaindex import enable_rac, rac_run_of
 from rac_llamaindex.testing import ScriptedModel
+from tests.adapters.llamaindex.approval import approved_charge
 from tests.adapters.llamaindex.support import (
     PAR_CAR,
     PAR_FLIGHT,
@@ -121,14 +121,6 @@ async def test_a_pause_resumed_after_its_run_was_rolled_back_is_told_first() -> 
     resumed step's call does not run; the model hears what was undone, and replans."""
     world = TravelWorld()
 
-    async def charge_card(ctx: Context, customer: str, amount: float) -> dict[str, Any]:
-        """Charge the card once the traveller approved it."""
-        answer = await ctx.wait_for_event(
-            HumanResponseEvent, waiter_id="approve-charge",
-            waiter_event=InputRequiredEvent(prefix=f"Charge {amount}?"))
-        assert answer.response == "yes"
-        return world.charge_card(customer, amount)
-
     charge = {"customer": "ann", "amount": 420.0}
     model = ScriptedModel([[("book_flight", PAR_FLIGHT)], [("charge_card", charge)],
                            lambda given: [("book_hotel", PAR_HOTEL)]
@@ -137,7 +129,7 @@ async def test_a_pause_resumed_after_its_run_was_rolled_back_is_told_first() -> 
     rac_engine = engine(compensations={"book_flight": "cancel_flight",
                                        "book_hotel": "cancel_hotel",
                                        "charge_card": "refund_charge"})
-    tools = [FunctionTool.from_defaults(async_fn=charge_card),
+    tools = [approved_charge(world),
              *world_tools(world, ("book_flight", "cancel_flight", "book_hotel",
                                   "cancel_hotel", "refund_charge"))]
     agent = enable_rac(FunctionAgent(name="travel", llm=model.function_calling_llm(),

@@ -14,6 +14,7 @@ except ImportError as e:  # no RAC core at all, or another project's `rac` modul
 
 require_core("robust-agent-compensation-llamaindex")
 
+from rac_llamaindex.codeact import CodeCallFailed, code_functions
 from rac_llamaindex.enable import enable_rac, enabled_engine
 from rac_llamaindex.guarded_tool import RACFunctionTool
 from rac_llamaindex.plugin import LlamaIndexPlugin
@@ -21,5 +22,5 @@ from rac_llamaindex.run_scope import RACWorkflowHandler, rac_run_of
 
 __version__ = "0.1.0"
 
-__all__ = ["LlamaIndexPlugin", "RACFunctionTool", "RACWorkflowHandler", "enable_rac",
-           "enabled_engine", "rac_run_of"]
+__all__ = ["CodeCallFailed", "LlamaIndexPlugin", "RACFunctionTool", "RACWorkflowHandler",
+           "code_functions", "enable_rac", "enabled_engine", "rac_run_of"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
+from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent, CodeActAgent
+from llama_index.core.agent.workflow.codeact_agent import EXECUTE_TOOL_NAME
 from llama_index.core.tools.types import BaseTool
 from llama_index.core.workflow import Workflow
 
@@ -24,6 +25,8 @@ Target = TypeVar("Target", BaseWorkflowAgent, AgentWorkflow)
 ENGINE_ATTR = "_rac_llamaindex_engine"
 #: Instance attribute holding the engine an agent's tools were last wrapped for.
 TOOLS_ENGINE_ATTR = "_rac_llamaindex_tools_engine"
+#: Instance attribute holding the names of an agent's delegating tools.
+DELEGATES_ATTR = "_rac_llamaindex_delegates"
 
 
 def enabled_engine(target: BaseWorkflowAgent | AgentWorkflow) -> rac.RAC | None:
@@ -74,9 +77,22 @@ def count_steps(agent: BaseWorkflowAgent) -> None:
         type(agent).take_step.__get__(agent), engine_now, agent.name))
 
 
-def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -> None:
+def delegates_of(agent: BaseWorkflowAgent, named: Iterable[str]) -> frozenset[str]:
+    """The agent's delegating tools: ``named`` (and those named when it was enabled before),
+    and a ``CodeActAgent``'s code execution (the functions its code calls are the calls)."""
+    found = frozenset(agent.__dict__.get(DELEGATES_ATTR, ())) | frozenset(named)
+    if isinstance(agent, CodeActAgent):
+        found |= {EXECUTE_TOOL_NAME}
+    object.__setattr__(agent, DELEGATES_ATTR, found)
+    return found
+
+
+def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet,
+                delegates: frozenset[str] = frozenset()) -> None:
     """Wrap the agent's tools in place, each exactly once for ``engine``; ``peers`` are the
-    agent's own tools, which RAC calls to undo (or stand in for) the agent's calls."""
+    agent's own tools, which RAC calls to undo (or stand in for) the agent's calls;
+    ``delegates`` name the delegating tools (not logged, see
+    :mod:`rac.adapters.delegation`)."""
     object.__setattr__(agent, TOOLS_ENGINE_ATTR, engine)
     count_steps(agent)
     retriever = agent.tool_retriever
@@ -93,16 +109,19 @@ def guard_agent(agent: BaseWorkflowAgent, engine: rac.RAC, peers: rac.ToolSet) -
         if not isinstance(t, BaseTool):  # the agent turns functions into tools when it is made
             raise rac.ConfigurationError(
                 f"agent {agent.name!r} holds {type(t).__name__} {t!r}, not a LlamaIndex tool")
+        delegating = tool_name(t) in delegates
         if isinstance(t, RACFunctionTool) and t.rac_engine is engine \
-                and t.rac_agent_id == agent.name:
+                and t.rac_agent_id == agent.name and t.rac_delegating == delegating:
             t.offer(peers)  # the agent's tools now (enabled again: some may be new)
             guarded.append(t)
         else:
-            guarded.append(RACFunctionTool(t, engine, agent_id=agent.name, peers=peers))
+            guarded.append(RACFunctionTool(t, engine, agent_id=agent.name, peers=peers,
+                                           delegating=delegating))
     tools[:] = guarded
 
 
-def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
+def enable_rac(target: Target, rac: RAC | None = None, *, delegates: Iterable[str] = (),
+               **config: Any) -> Target:
     """Run every tool call of ``target`` under RAC; returns ``target``.
 
     ``target`` is a ``FunctionAgent``, ``ReActAgent``, ``CodeActAgent`` (any
@@ -111,6 +130,14 @@ def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
     ``alternatives=...``, ``store=...``, ``tools=[...]`` for compensators the model is not
     offered). Tools keep their names, schemas, ``return_direct`` and ``Context`` parameters;
     hand-off tools are left alone.
+
+    ``delegates`` names tools that hand work to another agent (an agent used as a tool: a
+    function awaiting ``other_agent.run(...)``; enable that agent too). Such a call is not
+    logged as a side effect of its own: the other agent's calls join this run, a later
+    failure undoes them, and when one of them fails for good the delegating tool's output
+    carries RAC's report, so this agent's model hears what was undone. A ``CodeActAgent``'s
+    code execution is always delegating: give its executor the functions of
+    :func:`rac_llamaindex.code_functions` so the calls its code makes are logged.
 
     Each ``target.run(...)`` (one workflow handler) is one run in the engine's log, with each
     call recorded under the name of the agent that made it; inside an open run of the engine
@@ -131,7 +158,7 @@ def enable_rac(target: Target, rac: RAC | None = None, **config: Any) -> Target:
     for agent in agents:
         peers = engine.tool_set(user_tools([agent]))
         offered[agent.name] = peers
-        guard_agent(agent, engine, peers)
+        guard_agent(agent, engine, peers, delegates_of(agent, delegates))
     first_time = enabled_engine(target) is None
     object.__setattr__(target, ENGINE_ATTR, engine)
     object.__setattr__(target, "_rac_llamaindex_tools", offered)

@@ -35,7 +35,7 @@ class RACFunctionTool(FunctionTool):
     """
 
     def __init__(self, inner: BaseTool, engine: rac.RAC, *, agent_id: str | None = None,
-                 peers: rac.ToolSet | None = None) -> None:
+                 peers: rac.ToolSet | None = None, delegating: bool = False) -> None:
         inner = unwrap(inner)
         super().__init__(async_fn=_never_called, metadata=inner.metadata)
         # FunctionTool read these from _never_called; the agent must see the inner tool's.
@@ -48,6 +48,7 @@ class RACFunctionTool(FunctionTool):
         self._agent_id = agent_id
         self._peers = peers
         self._name = tool_name(inner)
+        self._delegating = delegating
 
     @property
     def rac_inner(self) -> BaseTool:
@@ -67,6 +68,13 @@ class RACFunctionTool(FunctionTool):
     def offer(self, peers: rac.ToolSet) -> None:
         """Offer ``peers`` (the tools of this tool's agent) to the runs its calls join."""
         self._peers = peers
+
+    @property
+    def rac_delegating(self) -> bool:
+        """True for a delegating tool (an agent used as a tool, CodeAct's ``execute``): its
+        calls are not logged; the calls made inside them are (see
+        :mod:`rac.adapters.delegation`)."""
+        return self._delegating
 
     @property
     def rac_agent_id(self) -> str | None:
@@ -106,11 +114,62 @@ class RACFunctionTool(FunctionTool):
         """Call the tool under RAC (how agents and workflows call it)."""
         call_args, ctx = self._split(args, kwargs)
         run = self._run_of()
+        call = self._adelegate if self._delegating else self._acall
         if run is not None:
-            return await self._acall(run, call_args, ctx)
+            return await call(run, call_args, ctx)
         # Called outside any run (directly, or by a workflow RAC does not scope): a run of its own.
         async with self._engine.run(agent_id=self._agent_id, tools=self._peers) as own:
-            return await self._acall(own, call_args, ctx)
+            return await call(own, call_args, ctx)
+
+    async def _adelegate(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
+        """A delegating call: the inner tool runs unlogged, in ``run`` (current here), and
+        answers what RAC told the calls made inside it that failed for good."""
+        token = CALL_CONTEXT.set(ctx)
+        delegation = adapters.Delegation()
+        try:
+            with delegation:
+                out = await self._inner_async.acall(**args, **self._ctx_kwargs(ctx))
+        except self._engine.passthrough:
+            raise
+        except Exception as e:
+            return self._delegation_failed(delegation, e, args)
+        finally:
+            CALL_CONTEXT.reset(token)
+        return self._told(delegation, out)
+
+    def _delegate(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
+        """Blocking :meth:`_adelegate`."""
+        token = CALL_CONTEXT.set(ctx)
+        delegation = adapters.Delegation()
+        try:
+            with delegation:
+                out = self._inner_async.call(**args, **self._ctx_kwargs(ctx))
+        except self._engine.passthrough:
+            raise
+        except Exception as e:
+            return self._delegation_failed(delegation, e, args)
+        finally:
+            CALL_CONTEXT.reset(token)
+        return self._told(delegation, out)
+
+    def _delegation_failed(self, delegation: adapters.Delegation, error: Exception,
+                           args: dict[str, Any]) -> ToolOutput:
+        """The output of a delegating call that raised: the error raised again when nothing
+        inside failed under RAC, else an error output carrying RAC's reports."""
+        if not delegation.heard:
+            raise error
+        return self._told(delegation, ToolOutput(
+            content=f"{type(error).__name__}: {error}", tool_name=self._name,
+            raw_input={"args": (), "kwargs": args}, raw_output=None, is_error=True,
+            exception=error))
+
+    @staticmethod
+    def _told(delegation: adapters.Delegation, out: ToolOutput) -> ToolOutput:
+        if not delegation.heard:
+            return out
+        return ToolOutput(content=delegation.answer(out.content or ""), tool_name=out.tool_name,
+                          raw_input=out.raw_input, raw_output=out.raw_output,
+                          is_error=out.is_error, exception=out.exception)
 
     async def _acall(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
         name = self._name
@@ -137,10 +196,11 @@ class RACFunctionTool(FunctionTool):
         callers)."""
         call_args, ctx = self._split(args, kwargs)
         run = self._run_of()
+        call = self._delegate if self._delegating else self._call
         if run is not None:
-            return self._call(run, call_args, ctx)
+            return call(run, call_args, ctx)
         with self._engine.run(agent_id=self._agent_id, tools=self._peers) as own:
-            return self._call(own, call_args, ctx)
+            return call(own, call_args, ctx)
 
     def _call(self, run: rac.Run, args: dict[str, Any], ctx: Any) -> ToolOutput:
         name = self._name

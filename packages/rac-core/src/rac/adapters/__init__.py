@@ -20,6 +20,8 @@ same in every framework, and lives here:
 - :class:`CallRefused`, :func:`declare_control_flow`: exceptions that pass through untouched.
 - :func:`offer_to_rac`: tools RAC may call that the model is not offered (compensators,
   lookups), in code or from MCP: what every adapter's ``tools=[...]`` does.
+- :class:`Delegation`: a delegating call (an agent used as a tool, CodeAct's code execution)
+  runs unlogged, the calls inside it join the run, and it answers what RAC told them.
 - :mod:`rac.adapters.resumed`: a framework's saved state resumed after a crash continues the
   crashed run (its completed calls answered from the log); one resumed after its run was
   rolled back tells the model first.
@@ -27,6 +29,7 @@ same in every framework, and lives here:
 
 from rac.adapters.batches import Batch, aexecute, batch_key, execute, supports_batches
 from rac.adapters.control import CallRefused, declare_control_flow, failure_text
+from rac.adapters.delegation import Delegation
 from rac.adapters.engines import engine_for
 from rac.adapters.offered import offer_to_rac
 from rac.adapters.params import params_from_schema
@@ -36,7 +39,7 @@ from rac.adapters.scope import RunScope, in_async_run, in_run, open_or_join
 from rac.adapters.tools import ToolCache, ToolSetCache, framework_tool
 
 __all__ = [
-    "Batch", "CallRefused", "RunRegistry", "RunScope", "ToolCache", "ToolSetCache",
+    "Batch", "CallRefused", "Delegation", "RunRegistry", "RunScope", "ToolCache", "ToolSetCache",
     "UnknownToolError", "aexecute", "aroute", "batch_key", "declare_control_flow", "engine_for",
     "execute", "failure_text", "framework_tool", "in_async_run", "in_run", "offer_to_rac",
     "open_or_join",

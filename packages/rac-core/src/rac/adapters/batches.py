@@ -15,6 +15,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from rac.adapters.delegation import note
 from rac.adapters.resumed import replayed
 from rac.adapters.routing import AsyncInvoke as AsyncInvoker
 from rac.adapters.routing import Invoke as Invoker
@@ -45,26 +46,32 @@ def execute(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
     ``call_id`` is the framework's id of the call (see :attr:`rac.Record.call_id`). In a run
     reopened after a crash (:func:`rac.adapters.resumed.reopen`), a call the crashed process
     made gets its logged outcome without running again."""
-    again = replayed(run, name, args, agent_id)
-    if again is not None:
-        return again
-    if batch is not None and _BATCHES:
-        return run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id,
-                           batch=batch)  # type: ignore[call-arg, unused-ignore]
-    return run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id)
+    outcome = replayed(run, name, args, agent_id)
+    if outcome is None:
+        if batch is not None and _BATCHES:
+            outcome = run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id,
+                                  batch=batch)  # type: ignore[call-arg, unused-ignore]
+        else:
+            outcome = run.execute(name, args, invoke, agent_id=agent_id, call_id=call_id)
+    note(outcome)  # a delegating call around this one tells its own model too
+    return outcome
 
 
 async def aexecute(run: Run, name: str, args: dict[str, Any], ainvoke: AsyncInvoker, *,
                    agent_id: str | None = None, batch: Hashable | None = None,
                    call_id: str | None = None) -> CallOutcome:
     """Async :func:`execute`."""
-    again = replayed(run, name, args, agent_id)
-    if again is not None:
-        return again
-    if batch is not None and _BATCHES:
-        return await run.aexecute(name, args, ainvoke, agent_id=agent_id, call_id=call_id,
-                                  batch=batch)  # type: ignore[call-arg, unused-ignore]
-    return await run.aexecute(name, args, ainvoke, agent_id=agent_id, call_id=call_id)
+    outcome = replayed(run, name, args, agent_id)
+    if outcome is None:
+        if batch is not None and _BATCHES:
+            outcome = await run.aexecute(name, args, ainvoke, agent_id=agent_id,
+                                         call_id=call_id,
+                                         batch=batch)  # type: ignore[call-arg, unused-ignore]
+        else:
+            outcome = await run.aexecute(name, args, ainvoke, agent_id=agent_id,
+                                         call_id=call_id)
+    note(outcome)
+    return outcome
 
 
 @dataclass(frozen=True)

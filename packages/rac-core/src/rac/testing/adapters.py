@@ -60,6 +60,12 @@ class AdapterHarness(Protocol):
     The crash check runs a turn in a subprocess: there the harness class is made with no
     arguments and the conformance class's ``make_engine`` gives the engine, so both must be
     importable (module-level) and the harness must need no fixture.
+
+    Optional methods turn on the checks of promises a framework's feature needs (each check's
+    docstring gives the method's contract; without it the check is skipped, saying so):
+    ``run_turn_handling_errors`` (2), ``call_around_hook`` (3), ``run_persisted_turn`` with
+    ``resume_persisted_turn`` (4), ``run_delegating_turn`` (5), ``run_paused_turn`` (7),
+    ``run_turn_cached`` (8).
     """
 
     #: True if the framework runs the calls of one model message concurrently.
@@ -91,6 +97,10 @@ def _hotel() -> Call:
 
 def _car(tool: str = "book_car") -> Call:
     return (tool, {"driver": "ann", "city": "Paris"})
+
+
+def _charge() -> Call:
+    return ("charge_card", {"customer": "ann", "amount": 420.0})
 
 
 class _RollbackSignal:
@@ -456,19 +466,160 @@ class AdapterConformance:
             assert "book_flight FL-101" in report, report
         assert run.status is RunStatus.COMPENSATED
 
+    def test_framework_persistence_resumes_the_crashed_run(
+            self, adapter: AdapterHarness, log_path: Path, tmp_path: Path) -> None:
+        """Promise 4: the framework's own persistence (a saved ``Context``, ``@persist``, a
+        checkpointer) resuming a turn whose process died goes on with the crashed run, or
+        learns of it and says so: nothing the crashed process booked is booked again, a later
+        failure undoes it too and the model hears so, and no run is left ``running``.
+
+        Runs when the harness has ``run_persisted_turn(engine, world, script, *, agent_id,
+        state_path)`` (the turn with the framework saving its state under ``state_path`` as
+        its users do; called in a subprocess that dies inside ``get_weather``, after the
+        flight and the hotel) and ``resume_persisted_turn(...)`` (same arguments, returns a
+        :class:`TurnResult`: the saved state resumed in this process, the model playing
+        ``script``)."""
+        resume = getattr(adapter, "resume_persisted_turn", None)
+        if resume is None or getattr(adapter, "run_persisted_turn", None) is None:
+            pytest.skip("the harness has no run_persisted_turn/resume_persisted_turn (the "
+                        "framework's own persistence, resumed after a crash)")
+        world_path, state_path = tmp_path / "world.db", tmp_path / "framework-state"
+        proc = _child(type(self), type(adapter), "persisted", log_path, world_path, state_path)
+        assert proc.returncode == _CRASH_CODE, proc.stderr[-4000:]
+        world = TravelWorld(str(world_path))
+        engine = self.make_engine(log_path)
+        try:
+            assert sorted(b["kind"] for b in world.live()) == ["flight", "hotel"]
+            world.fail("book_car", "permanent", message="no cars")
+            result = resume(engine, world, [[_car()], "Sorry, nothing is booked."],
+                            agent_id="travel", state_path=state_path)
+            kinds = [b["kind"] for b in world.bookings()]
+            assert (kinds.count("flight"), kinds.count("hotel")) == (1, 1), (
+                f"the resumed turn booked again what the crashed process had booked: "
+                f"{world.bookings()}")
+            assert_no_live_effects(world)  # the crashed process's bookings were undone too
+            assert_compensated_once(world)
+            [report] = result.of("book_car")
+            assert "book_flight FL-101" in report and "book_hotel HT-102" in report, report
+            left = [(i.run_id, str(i.status)) for i in engine.store.list_runs()
+                    if i.status in (RunStatus.RUNNING, RunStatus.COMPLETED)]
+            assert left == [], f"runs left running or completed with everything undone: {left}"
+        finally:
+            engine.store.close()
+            world.close()
+
+    def test_delegated_work_joins_the_parent_run(self, adapter: AdapterHarness, engine: RAC,
+                                                 world: TravelWorld) -> None:
+        """Promise 5: the calls of an agent the parent's model delegates to (an agent used as
+        a tool, a manager's delegation, CodeAct's code) are calls of the parent's run: the
+        parent's later failure undoes them and the parent's model hears it. The delegation
+        itself is no side effect left live.
+
+        Runs when the harness has ``run_delegating_turn(engine, world, script, delegate, *,
+        agent_id)``: the parent's model delegates first (the framework's own way), the
+        delegate's model plays ``delegate`` with the world's tools, then the parent's plays
+        ``script``; returns what the parent's model was told."""
+        turn = getattr(adapter, "run_delegating_turn", None)
+        if turn is None:
+            pytest.skip("the harness has no run_delegating_turn (an agent delegating to "
+                        "another)")
+        world.fail("book_car", "permanent", message="no cars")
+        result = turn(engine, world, [[_car()], "Sorry, nothing is booked."],
+                      [[_flight()], "Booked flight FL-101."], agent_id="travel")
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        recs = self.records(engine)
+        assert self.compensations(recs) == ["cancel_flight"]
+        assert len({r.run_id for r in recs}) == 1, (
+            f"the delegate's calls are not in the parent's run: {self.actions(recs)}")
+        [report] = result.of("book_car")
+        assert "book_flight FL-101" in report, report
+        [info] = engine.store.list_runs()
+        assert info.status is RunStatus.COMPENSATED, (info.status, self.actions(recs))
+
+    def test_the_parent_hears_what_its_delegate_undid(self, adapter: AdapterHarness,
+                                                      engine: RAC, world: TravelWorld) -> None:
+        """Promise 5: when a call of the delegate fails for good, the run is rolled back and
+        the parent's model is told what was undone, whatever the delegate's model answers
+        (here: nothing about it). Runs with ``run_delegating_turn``, as above."""
+        turn = getattr(adapter, "run_delegating_turn", None)
+        if turn is None:
+            pytest.skip("the harness has no run_delegating_turn (an agent delegating to "
+                        "another)")
+        world.fail("book_car", "permanent", message="no cars")
+        result = turn(engine, world, ["All done."], [[_flight()], [_car()], "Done."],
+                      agent_id="travel")
+        assert_no_live_effects(world)
+        assert_compensated_once(world)
+        recs = self.records(engine)
+        assert len({r.run_id for r in recs}) == 1, self.actions(recs)
+        heard = [t.content for t in result.told if "book_flight FL-101" in t.content]
+        assert heard, f"the parent's model was never told the flight was undone: {result.told}"
+        [info] = engine.store.list_runs()
+        assert info.status is RunStatus.COMPENSATED, (info.status, self.actions(recs))
+
+    def test_a_pause_resumed_after_a_rollback_is_told(self, adapter: AdapterHarness,
+                                                      engine: RAC, world: TravelWorld) -> None:
+        """Promise 7: a human-in-the-loop step paused when the run is rolled back, resumed
+        later with the person's approval, does not go on as if nothing happened: the approved
+        call does not run, and the model hears what was undone before anything else.
+
+        Runs when the harness has ``run_paused_turn(engine, world, before, after, *,
+        agent_id)``: ``before``'s last step asks for ``charge_card``, which pauses for a
+        person's approval through the framework's own human-in-the-loop; at the pause the run
+        is rolled back the way the framework's users do it (a cancelled handler, an operator's
+        ``rac undo``); then the paused work is resumed with the approval and the model plays
+        ``after``. Returns everything the model was told."""
+        turn = getattr(adapter, "run_paused_turn", None)
+        if turn is None:
+            pytest.skip("the harness has no run_paused_turn (a human-in-the-loop pause "
+                        "resumed after a rollback)")
+        result = turn(engine, world, [[_flight()], [_charge()]],
+                      [[_flight(2)], "Booked again; please approve the charge once more."],
+                      agent_id="travel")
+        assert world.calls.get("charge_card", 0) == 0, "the approved charge ran after the " \
+            "rollback, the model not told"
+        [first] = [b for b in world.bookings() if b["booking_id"] == "FL-101"]
+        assert (first["status"], first["cancellations"]) == ("cancelled", 1), world.bookings()
+        assert [b["kind"] for b in world.live()] == ["flight"]  # booked again, knowingly
+        after_pause = [t for t in result.told if t.tool == "charge_card"]
+        assert after_pause and "book_flight FL-101" in after_pause[-1].content, result.told
+
+    def test_a_cache_never_serves_a_read_from_before_a_rollback(
+            self, adapter: AdapterHarness, log_path: Path, world: TravelWorld) -> None:
+        """Promise 8: a read the model made before a rollback is not served again as current
+        afterwards (a framework's cache of tool results): asked again after the rollback, the
+        booking reads as cancelled.
+
+        Runs when the harness has ``run_turn_cached(engine, world, script, *, agent_id)``:
+        the turn with the framework's own caching of tool results on, and the world's
+        ``get_booking`` offered besides ``world.tools()``."""
+        turn = getattr(adapter, "run_turn_cached", None)
+        if turn is None:
+            pytest.skip("the harness has no run_turn_cached (the framework's own cache of tool "
+                        "results turned on)")
+        engine = self.make_engine(log_path, read_only=[*TRAVEL_READ_ONLY, "get_booking"])
+        world.fail("book_car", "permanent", message="no cars")
+        read = ("get_booking", {"booking_id": "FL-101"})
+        try:
+            result = turn(engine, world, [[_flight()], [read], [_car()], [read], "Sorry."],
+                          agent_id="travel")
+            before, after = result.of("get_booking")
+            assert "live" in before, before
+            assert "cancelled" in after and "live" not in after, (
+                f"the read from before the rollback was served again: {after!r}")
+            assert_no_live_effects(world)
+        finally:
+            engine.store.close()
+
     def test_crash_mid_call_left_to_recover(self, adapter: AdapterHarness, log_path: Path,
                                             tmp_path: Path) -> None:
         """The process dying during a call (``os._exit`` in a subprocess running the turn)
         leaves the run running with its call in doubt; a fresh engine's ``recover`` (what
         ``rac recover`` runs) undoes what the turn did."""
         world_path = tmp_path / "world.db"
-        cls = type(self)
-        harness = type(adapter)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        proc = subprocess.run(
-            [sys.executable, "-c", _CRASH_CHILD, cls.__module__, cls.__qualname__,
-             harness.__module__, harness.__qualname__, str(log_path), str(world_path)],
-            env=env, capture_output=True, text=True, timeout=600, check=False)
+        proc = _child(type(self), type(adapter), "mid-call", log_path, world_path,
+                      tmp_path / "unused")
         assert proc.returncode == _CRASH_CODE, proc.stderr[-4000:]
         world = TravelWorld(str(world_path))
         fresh = self.make_engine(log_path, tools=world.tools())
@@ -488,10 +639,12 @@ class AdapterConformance:
             world.close()
 
 
-#: Exit status of the crash child (``os._exit`` inside ``book_hotel``).
+#: Exit status of the crash child (``os._exit`` inside ``book_hotel``, or ``get_weather``).
 _CRASH_CODE = 86
 #: The crash child: the conformance class's engine and the adapter's harness (made with no
-#: arguments), the turn run against a world in a file, the process ended inside book_hotel.
+#: arguments), the turn run against a world in a file. "mid-call": the process ends inside
+#: book_hotel; "persisted": the turn runs with the framework's persistence on and the process
+#: ends inside get_weather, after the flight and the hotel.
 _CRASH_CHILD = f"""
 import importlib, os, sys
 from pathlib import Path
@@ -503,18 +656,35 @@ def find(module, qualname):
         obj = getattr(obj, part)
     return obj
 
-suite_module, suite_name, harness_module, harness_name, log_path, world_path = sys.argv[1:]
+(suite_module, suite_name, harness_module, harness_name, mode, log_path, world_path,
+ state_path) = sys.argv[1:]
 suite = find(suite_module, suite_name)()
 harness = find(harness_module, harness_name)()
 world = TravelWorld(world_path)
-world.on_call("book_hotel", lambda args: os._exit({_CRASH_CODE}))
 engine = suite.make_engine(Path(log_path))
-harness.run_turn(engine, world, [
-    [("book_flight", {{"passenger": "ann1", "origin": "SFO", "dest": "CDG"}})],
-    [("book_hotel", {{"guest": "ann", "city": "Paris", "nights": 2}})],
-    "Booked."], agent_id="travel")
+flight = ("book_flight", {{"passenger": "ann1", "origin": "SFO", "dest": "CDG"}})
+hotel = ("book_hotel", {{"guest": "ann", "city": "Paris", "nights": 2}})
+if mode == "mid-call":
+    world.on_call("book_hotel", lambda args: os._exit({_CRASH_CODE}))
+    harness.run_turn(engine, world, [[flight], [hotel], "Booked."], agent_id="travel")
+else:
+    world.on_call("get_weather", lambda args: os._exit({_CRASH_CODE}))
+    harness.run_persisted_turn(engine, world, [
+        [flight], [hotel], [("get_weather", {{"city": "Paris"}})], "Booked."],
+        agent_id="travel", state_path=Path(state_path))
 sys.exit(1)  # the turn finished: the crash never happened
 """
+
+
+def _child(suite: type, harness: type, mode: str, log_path: Path, world_path: Path,
+           state_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run the crash child (see :data:`_CRASH_CHILD`) and return how it ended."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return subprocess.run(
+        [sys.executable, "-c", _CRASH_CHILD, suite.__module__, suite.__qualname__,
+         harness.__module__, harness.__qualname__, mode, str(log_path), str(world_path),
+         str(state_path)],
+        env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def _chain_holds(exc: BaseException, wanted: BaseException) -> bool:

@@ -3,15 +3,18 @@ back is forgotten with it, and the memory tools' calls are in the log."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from crewai import Agent, Crew, Task
 from crewai.memory.unified_memory import Memory
+from crewai.tools import memory_tools
 
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld
-from rac_crewai import enable_rac
+from rac_crewai import enable_rac, enable_rac_for_agent
 from tests.adapters.crewai.support import ScriptedLLM, engine, runs_of, told, world_tools
 
 PAR = {"passenger": "ann", "origin": "SFO", "dest": "PAR"}
@@ -38,9 +41,10 @@ def memory_crew(tmp_path: Path, world: TravelWorld, script: list[Any]
 
 
 def remembered(memory: Memory) -> list[str]:
-    """What the agent saved (not the task results CrewAI saves by itself after each task)."""
+    """What the agent saved (not what CrewAI saves by itself after each task, or after a
+    standalone kickoff: its input and result)."""
     return [m.record.content for m in memory.recall("flight", limit=10, depth="shallow")
-            if not m.record.content.startswith("Task: ")]
+            if not m.record.content.startswith(("Task: ", "Input: "))]
 
 
 def test_a_note_saved_to_memory_is_forgotten_when_the_run_is_rolled_back(
@@ -87,3 +91,62 @@ def test_a_note_of_a_run_that_completes_stays_and_searches_are_logged(tmp_path: 
     assert run.status is RunStatus.COMPLETED
     assert [r.tool for r in eng.store.get_records(run.run_id)] == [
         "book_flight", "Save to memory", "Search memory"]
+
+
+@pytest.mark.parametrize("how", ["enabled alone", "enabled alone, akickoff", "crew member"])
+def test_a_standalone_agent_kickoffs_memory_tools_are_under_rac(how: str, tmp_path: Path
+                                                                ) -> None:
+    # Agent(memory=...).kickoff() adds "Save to memory" and "Search memory" itself (not
+    # through the crew): they are guarded as a crew's are, and the note of a rolled-back run
+    # is forgotten with it.
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, llm, memory = memory_crew(tmp_path, world, [
+        [("book_flight", PAR)], [("save_to_memory", {"contents": [NOTE]})],
+        [("search_memory", {"queries": ["flight"]})], [("book_hotel", HOTEL)],
+        "no hotel; nothing booked"])
+    [agent] = crew.agents
+    agent.memory = memory
+    eng = engine()
+    if how == "crew member":
+        enable_rac(crew, eng)
+    else:
+        enable_rac_for_agent(agent, eng)
+
+    if how.endswith("akickoff"):
+        asyncio.run(agent.akickoff("Book ann's trip"))
+    else:
+        agent.kickoff("Book ann's trip")
+
+    assert world.live() == []
+    assert NOTE in told(llm, "search_memory")[0]
+    assert remembered(memory) == []  # the note about the cancelled flight is gone
+    [report] = told(llm, "book_hotel")
+    assert "via Forget saved memory" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    assert [(r.tool, r.kind, r.status, r.agent_id)
+            for r in eng.store.get_records(run.run_id)] == [
+        ("book_flight", RecordKind.ACTION, RecordStatus.COMPENSATED, "travel agent"),
+        ("Save to memory", RecordKind.ACTION, RecordStatus.COMPENSATED, "travel agent"),
+        ("Search memory", RecordKind.ACTION, RecordStatus.COMPLETED, "travel agent"),
+        ("book_hotel", RecordKind.ACTION, RecordStatus.FAILED, "travel agent"),
+        ("Forget saved memory", RecordKind.COMPENSATION, RecordStatus.COMPLETED,
+         "travel agent"),
+        ("cancel_flight", RecordKind.COMPENSATION, RecordStatus.COMPLETED, "travel agent")]
+    assert "Forget saved memory" not in str(llm.tool_schemas)  # not offered to the model
+
+
+def test_memory_tools_made_outside_an_enabled_kickoff_are_crewais_own(tmp_path: Path) -> None:
+    world = TravelWorld()
+    _, _, memory = memory_crew(tmp_path, world, [])
+    enable_rac_for_agent(Agent(role="r", goal="g", backstory="b", llm=ScriptedLLM([]),
+                               memory=memory), engine())
+
+    assert {type(t).__name__ for t in create_memory_tools(memory)} == {
+        "RecallMemoryTool", "RememberTool"}
+
+
+def create_memory_tools(memory: Memory) -> list[Any]:
+    """CrewAI's memory tools as CrewAI's own code makes them (by name, at the call)."""
+    return memory_tools.create_memory_tools(memory)

@@ -198,3 +198,19 @@ def test_agent_kickoff_inside_an_event_loop_is_one_run_holding_its_calls(how: st
     assert [(r.tool, r.status) for r in eng.store.get_records(run.run_id)] == [
         ("book_flight", RecordStatus.COMPENSATED), ("book_hotel", RecordStatus.FAILED),
         ("cancel_flight", RecordStatus.COMPLETED)]
+
+
+def test_a_lite_agent_is_refused_naming_its_replacement() -> None:
+    # CrewAI's deprecated LiteAgent calls the tools it parsed when it was made: RAC cannot
+    # wrap them, so enabling it is refused rather than leaving its calls invisible.
+    import warnings
+
+    from crewai.lite_agent import LiteAgent
+
+    world = TravelWorld()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        lite = LiteAgent(role="r", goal="g", backstory="b", llm=ScriptedLLM([]),
+                         tools=world_tools(world, "book_flight", "cancel_flight"))
+    with pytest.raises(rac.ConfigurationError, match=r"LiteAgent.*Agent\(\.\.\.\)\.kickoff"):
+        enable_rac_for_agent(lite, engine())  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 from crewai import Agent, Crew
+from crewai.agents.agent_builder.base_agent import BaseAgent
 from crewai.flow.flow import Flow
 from crewai.tools import BaseTool
 from crewai.utilities.agent_utils import is_inside_event_loop
@@ -22,7 +23,7 @@ from rac_crewai.guarded_tool import RACTool
 from rac_crewai.inputs import input_run_id, number_input, numbering_inputs
 from rac_crewai.mcp_adapter import adopt_adapter_tools
 from rac_crewai.mcp_tools import ServerRef, adopt, configure
-from rac_crewai.memory import scope_memory
+from rac_crewai.memory import guarding_memory, scope_memory
 from rac_crewai.run_scope import in_async_run, in_run, join, join_members, rac_tools
 from rac_crewai.tool_table import (
     agent_tools,
@@ -92,8 +93,12 @@ def _scope_kickoffs(agent: Any, engine: RAC, prepare: Callable[[], tuple[str, li
     object.__setattr__(agent, KICKOFF_ATTR, engine)
     if callable(getattr(cls, "_prepare_kickoff", None)):
         # The kickoff's own executor holds its model turns: its parallel calls are one batch.
-        object.__setattr__(agent, "_prepare_kickoff",
-                           noting_executor(agent, cls._prepare_kickoff.__get__(agent)))
+        # The memory tools it adds for the agent's ``memory`` are guarded as a crew's are.
+        def guard_memory(tools: list[BaseTool], peers: list[BaseTool]) -> list[BaseTool]:
+            return guard(tools, engine, agent.role, peers)
+
+        object.__setattr__(agent, "_prepare_kickoff", noting_executor(
+            agent, guarding_memory(engine, guard_memory, cls._prepare_kickoff.__get__(agent))))
     def caches() -> list[Any]:
         return caches_of(agent, [])
 
@@ -317,7 +322,15 @@ def enable_rac_for_agent(agent: Agent, rac: RAC | None = None, *,
     Inside a crew enabled with the same engine the agent's calls join the crew's run. Otherwise
     each task it executes (``execute_task``) and each standalone ``kickoff`` is one run.
     ``trusted_mcp``, ``mcp_timeout``, ``mcp_names`` and ``approver``: see :func:`enable_rac`.
+    A ``LiteAgent`` (deprecated by CrewAI) is refused: its kickoff calls the tools it parsed
+    when it was made, which RAC cannot wrap; an ``Agent``'s standalone ``kickoff`` is its
+    replacement.
     """
+    if not isinstance(agent, BaseAgent):
+        raise ConfigurationError(
+            f"enable_rac_for_agent takes a CrewAI Agent, not a {type(agent).__name__}: "
+            "a LiteAgent calls the tools it parsed when it was made, which RAC cannot put "
+            "under a run (its calls would be invisible); use Agent(...).kickoff() instead")
     engine = engine_for(rac, config)
     configure(engine, trusted_mcp, mcp_timeout, mcp_names)
     install_approver(engine, approver)

@@ -12,13 +12,22 @@ there. An enabled crew's ``_add_memory_tools`` is replaced on the instance so th
   offered "Forget saved memory".
 * "Search memory" is logged as a read-only tool (unless the engine declares it otherwise).
 
+A standalone ``Agent.kickoff`` of an agent with a ``memory`` adds the same two tools itself,
+inside its ``_prepare_kickoff`` (CrewAI calls ``create_memory_tools`` there, with no method of
+its own to replace): :func:`guarding_memory` makes the tools that call creates, while the
+kickoff RAC scoped prepares, the guarded ones above (``crewai.tools.memory_tools`` is given, once,
+a ``create_memory_tools`` that does so only inside such a scope and is CrewAI's own elsewhere).
+
 Pairs declared in code for these names win.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
@@ -29,6 +38,10 @@ import rac
 SAVE, SEARCH, FORGET = "Save to memory", "Search memory", "Forget saved memory"
 #: Instance attribute naming the engine a crew's memory tools are guarded for.
 MEMORY_ATTR = "_rac_crewai_memory_engine"
+
+R = TypeVar("R")
+#: Wraps tools for an engine: ``guard(tools, peers)``.
+Guard = Callable[[list[BaseTool], list[BaseTool]], list[BaseTool]]
 
 
 class ForgetSchema(BaseModel):
@@ -93,8 +106,7 @@ def _is_memory_tool(tool: BaseTool) -> bool:
         tool.name in (SAVE, SEARCH)
 
 
-def guard_memory_tools(engine: rac.RAC, tools: list[BaseTool], memory: Any,
-                       guard: Callable[[list[BaseTool], list[BaseTool]], list[BaseTool]]
+def guard_memory_tools(engine: rac.RAC, tools: list[BaseTool], memory: Any, guard: Guard
                        ) -> list[BaseTool]:
     """``tools`` with CrewAI's memory tools under RAC (``guard(tools, peers)`` wraps tools for
     the engine); the undo is offered to the open run, not to the model. Other tools are left
@@ -114,8 +126,7 @@ def guard_memory_tools(engine: rac.RAC, tools: list[BaseTool], memory: Any,
     return [guarded.get(id(t), t) for t in tools]
 
 
-def scope_memory(crew: Any, engine: rac.RAC,
-                 guard: Callable[[list[BaseTool], list[BaseTool]], list[BaseTool]]) -> None:
+def scope_memory(crew: Any, engine: rac.RAC, guard: Guard) -> None:
     """Put the memory tools CrewAI adds to each task of ``crew`` under ``engine`` (once)."""
     if crew.__dict__.get(MEMORY_ATTR) is engine:
         return
@@ -129,3 +140,49 @@ def scope_memory(crew: Any, engine: rac.RAC,
 
     object.__setattr__(crew, MEMORY_ATTR, engine)
     object.__setattr__(crew, "_add_memory_tools", _add_memory_tools)
+
+
+#: The engine and guard of the standalone kickoff preparing its tools in this context.
+_PREPARING: ContextVar[tuple[rac.RAC, Guard] | None] = ContextVar(
+    "rac_crewai_memory_preparing", default=None)
+_INSTALL_LOCK = threading.Lock()
+
+
+def _install() -> None:
+    """Give ``crewai.tools.memory_tools`` a ``create_memory_tools`` that guards what it makes
+    inside :func:`guarding_memory` (once; CrewAI imports it at each call, by name)."""
+    from crewai.tools import memory_tools
+
+    with _INSTALL_LOCK:
+        original = memory_tools.create_memory_tools
+        if getattr(original, "_rac_crewai_guarding", False):
+            return
+
+        @functools.wraps(original)
+        def create_memory_tools(memory: Any) -> list[BaseTool]:
+            tools = original(memory)
+            preparing = _PREPARING.get()
+            if preparing is None:
+                return tools
+            engine, guard = preparing
+            return guard_memory_tools(engine, tools, memory, guard)
+
+        create_memory_tools._rac_crewai_guarding = True  # type: ignore[attr-defined]
+        memory_tools.create_memory_tools = create_memory_tools
+
+
+def guarding_memory(engine: rac.RAC, guard: Guard, prepare: Callable[..., R]
+                    ) -> Callable[..., R]:
+    """``agent._prepare_kickoff`` whose memory tools ("Save to memory", "Search memory") are
+    under ``engine``, as a crew's are (:func:`guard_memory_tools`)."""
+    _install()
+
+    @functools.wraps(prepare)
+    def prepared(*args: Any, **kwargs: Any) -> R:
+        token = _PREPARING.set((engine, guard))
+        try:
+            return prepare(*args, **kwargs)
+        finally:
+            _PREPARING.reset(token)
+
+    return prepared

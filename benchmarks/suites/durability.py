@@ -7,9 +7,12 @@ worker processes sharing one log.
 * SQLite: flushes to disk (``fsync`` + ``fdatasync`` system calls, counted with ``strace -f``
   in a child process) per successful call of an open run, per call of a run finished after
   every call (what the LangGraph and Semantic Kernel adapters do), and per compensation;
-* PostgreSQL (when ``RAC_TEST_POSTGRES_URL`` is set): the ``COMMIT`` messages the client sends
-  per call (``strace`` of its socket writes), and how many of them wait for the server's WAL
-  flush (the others are sent with ``synchronous_commit`` off);
+* PostgreSQL (when ``RAC_BENCH_POSTGRES_URL``, a database of its own, or
+  ``RAC_TEST_POSTGRES_URL`` is set): the ``COMMIT`` messages the client sends per call
+  (``strace`` of its socket writes), how many of them wait for the server's WAL flush (the
+  others are sent with ``synchronous_commit`` off), and the server's own count
+  (``pg_stat_database.xact_commit``) per call, per call of a run finished after every call and
+  per compensation;
 * recovery of a crashed run of 1,000 and 10,000 records on SQLite: wall and CPU seconds;
 * N = 1, 2, 4, 8 worker processes, each running its own runs on one log: total calls per
   second, and every record checked afterwards (none lost, none duplicated); PostgreSQL, with
@@ -123,6 +126,68 @@ def traced(mode: str, url: str, n: int) -> dict[str, Any]:
     return out
 
 
+# -- PostgreSQL: the server's own count of commits ---------------------------------------------
+def _xact_commits(url: str) -> int:
+    """``pg_stat_database.xact_commit`` of the log's database, once the server has taken in
+    every ended backend's figures (polled until two reads agree)."""
+    import psycopg
+
+    from rac.stores.postgres import split_url
+
+    dsn, _ = split_url(url)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        last = -1
+        for _ in range(40):
+            time.sleep(0.25)
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute("SELECT xact_commit FROM pg_stat_database "
+                               "WHERE datname = current_database()").fetchone()
+            now = int(row[0]) if row else 0
+            if now == last:
+                return now
+            last = now
+    return last
+
+
+def _commits_of(mode: str, url: str, n: int) -> int:
+    """The database's commits while :func:`child` makes ``n`` steps of ``mode`` (its start,
+    warm-up and close included: :func:`xact_commits` takes the difference of two runs)."""
+    before = _xact_commits(url)
+    subprocess.run([sys.executable, "-m", "benchmarks.suites.durability", "child", mode, url,
+                    str(n)], check=True, capture_output=True, timeout=900,
+                   cwd=Path(__file__).resolve().parents[2])
+    return _xact_commits(url) - before
+
+
+def xact_commits(url: str, n: int, shared: bool) -> dict[str, Any]:
+    """Commits per successful call, per call of a run finished after every call, and per
+    compensation, from ``pg_stat_database.xact_commit``: each mode run with ``n`` steps and
+    with none, the median of three differences over ``n`` (what starting, warming up and closing cost cancels
+    out; a compensation's figure is the rollback's minus the calls it undoes). ``shared``: the
+    database is shared with other clients, whose commits are then counted too."""
+    import statistics
+
+    from rac.stores import open_store
+
+    store: Any = open_store(url)  # the tables made, autovacuum (whose commits count) off
+    with store._write() as conn:
+        for table in ("rac_runs", "rac_records"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)".encode())
+    store.close()
+    steps = {m: statistics.median(_commits_of(m, url, n) - _commits_of(m, url, 0)
+                                  for _ in range(3))
+             for m in ("open", "finish", "rollback")}
+    out: dict[str, Any] = {
+        "steps": n, "source": "pg_stat_database.xact_commit",
+        "commits_per_call": round(steps["open"] / n, 3),
+        "commits_per_call_finishing_the_run": round(steps["finish"] / n, 3),
+        "commits_per_compensation": round((steps["rollback"] - steps["open"]) / n, 3)}
+    if shared:
+        out["note"] = ("the database is shared with other clients (RAC_BENCH_POSTGRES_URL "
+                       "unset): their commits in the same seconds are counted too")
+    return out
+
+
 # -- recovery of a crashed run -----------------------------------------------------------------
 def recovery(records: int) -> dict[str, Any]:
     from rac.testing import abandon_runs
@@ -219,7 +284,9 @@ def main(argv: list[str]) -> int:
         "load_average": round(os.getloadavg()[0], 1),
         "command": "uv run python -m benchmarks.suites.durability" + (" --quick" if quick
                                                                       else "")}
-    pg = os.environ.get("RAC_TEST_POSTGRES_URL")
+    # a database of its own (RAC_BENCH_POSTGRES_URL) keeps other clients' commits out of the
+    # server's count; the tests' database otherwise
+    pg = os.environ.get("RAC_BENCH_POSTGRES_URL") or os.environ.get("RAC_TEST_POSTGRES_URL")
     have_strace = shutil.which("strace") is not None
     with tempfile.TemporaryDirectory() as tmp:
         if have_strace:
@@ -238,6 +305,15 @@ def main(argv: list[str]) -> int:
             results["postgres_commits"] = commits
         else:
             results["postgres_commits"] = "skipped: needs RAC_TEST_POSTGRES_URL and strace"
+        if pg:
+            url = _pg_url(pg)
+            try:
+                results["postgres_xact_commits"] = xact_commits(
+                    url, steps, shared=not os.environ.get("RAC_BENCH_POSTGRES_URL"))
+            finally:
+                _drop(url)
+        else:
+            results["postgres_xact_commits"] = "skipped: RAC_TEST_POSTGRES_URL is not set"
         results["recovery_sqlite"] = [recovery(n) for n in ((1000,) if quick
                                                             else (1000, 10_000))]
         counts = (1, 2) if quick else (1, 2, 4, 8)

@@ -92,3 +92,105 @@ def test_processes_opening_a_new_schema_at_once_all_succeed() -> None:
             dsn, schema = split_url(url)
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
+# -- held commits: a call's outcome rides with the next commit (issue 28) ----------------------
+def _travel(url: str, **kw: Any) -> Any:
+    import rac
+    from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
+
+    return rac.RAC(compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+                   tools=TravelWorld().tools(), store=url, load_entrypoints=False, **kw)
+
+
+def test_an_outcome_rides_with_the_next_commit(url: str, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    """A ``durable=False`` update is held in the writing process: another connection sees it
+    only once the next commit (or a read of the writer, or its close) sends it."""
+    from rac.stores.changes import Append, UpdateRecord
+
+    monkeypatch.setattr("rac.stores.postgres.HOLD_SECONDS", 3600.0)
+    writer, reader = PostgresStore(url), PostgresStore(url)
+    try:
+        writer.create_run(RunInfo("r1"))
+        writer.append(make_record("r1", 1))
+        writer.commit([UpdateRecord("r1", 1, {"status": RecordStatus.COMPLETED})],
+                      durable=False)
+        assert [r.status for r in reader.get_records("r1")] == [RecordStatus.PENDING]
+        writer.commit([Append(make_record("r1", 2))])
+        assert [r.status for r in reader.get_records("r1")] == [RecordStatus.COMPLETED,
+                                                               RecordStatus.PENDING]
+        writer.commit([UpdateRecord("r1", 2, {"status": RecordStatus.COMPLETED})],
+                      durable=False)
+        assert [r.status for r in writer.get_records("r1")] == [RecordStatus.COMPLETED] * 2
+        assert [r.status for r in reader.get_records("r1")] == [RecordStatus.COMPLETED] * 2
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_held_update_refused_later_never_fails_the_next_writer(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is held rides with the next commit; if the held part is refused (here: the run
+    was claimed by another process meanwhile, so its fence fails), the next commit still goes
+    through on its own and the held update is missing from the log, never half-written."""
+    from rac.stores.changes import Append, Fence, UpdateRecord
+
+    monkeypatch.setattr("rac.stores.postgres.HOLD_SECONDS", 3600.0)
+    writer, other = PostgresStore(url), PostgresStore(url)
+    try:
+        writer.create_run(RunInfo("lost", owner="worker", lease_until=100.0))
+        writer.create_run(RunInfo("kept"))
+        writer.append(make_record("lost", 1))
+        writer.commit([Fence("lost", "worker", 150.0),
+                       UpdateRecord("lost", 1, {"status": RecordStatus.COMPLETED})],
+                      durable=False)
+        assert other.claim_run("lost", "recoverer", now=200.0, lease_seconds=60.0)
+        writer.commit([Append(make_record("kept", 1))])
+        assert [r.status for r in other.get_records("lost")] == [RecordStatus.PENDING]
+        assert [r.seq for r in other.get_records("kept")] == [1]
+    finally:
+        writer.close()
+        other.close()
+
+
+def _call_then_die(url: str) -> None:
+    import os
+
+    import rac.stores.postgres
+
+    rac.stores.postgres.HOLD_SECONDS = 3600.0
+    run = _travel(url).run()
+    run.start()
+    run.call("book_flight", passenger="ann", origin="SFO", dest="CDG")
+    os._exit(0)  # killed between the call's effect and the commit its outcome rides with
+
+
+def test_a_process_killed_holding_an_outcome_leaves_the_call_in_doubt(url: str) -> None:
+    """Between a call's effect and the commit its outcome rides with, a crash loses the
+    outcome: the log keeps the intent, read as "may have happened" (never "did not happen"),
+    and recovery, which cannot undo a booking without the id its lost outcome held, names it
+    as possibly live."""
+    from rac.lifecycle import happened_of
+    from rac.testing import VirtualClock
+
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_call_then_die, args=(url,))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == 0
+    store = PostgresStore(url)
+    try:
+        (info,) = store.list_runs()
+        (rec,) = store.get_records(info.run_id)
+        assert (rec.status, happened_of(rec)) == (RecordStatus.PENDING, "maybe")
+    finally:
+        store.close()
+    engine = _travel(url, clock=VirtualClock(start=info.lease_until + 1))
+    try:
+        (out,) = engine.recover()
+        assert out.outcome == "needs_attention"
+        assert [(a.tool, a.happened) for a in out.report.left_live] == [  # type: ignore[union-attr]
+            ("book_flight", "maybe")]
+    finally:
+        engine.close()

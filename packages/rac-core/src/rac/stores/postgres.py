@@ -7,6 +7,16 @@ starting at once migrate once; the schema itself is created under the same lock 
 processes creating it at the same instant would otherwise collide on its name). A commit asked
 for with ``durable=False`` runs with ``synchronous_commit`` off: the server has it, but a crash
 of the server may lose it.
+
+A commit asked for with ``durable=False`` that only updates records and runs (a call's outcome,
+a run's status, with their fences) is not sent on its own: it is held in this process and rides
+with the next commit of the store (the next call's intent), so that a successful call costs one
+``COMMIT``. What is held is written on its own, with ``synchronous_commit`` off, after at most
+:data:`HOLD_SECONDS` if no commit comes, and before any read of this store, any other write,
+``close()`` and the interpreter's exit. A crash of the process loses what is held, as a power
+cut loses an unflushed commit on SQLite: a call whose outcome was lost is read by recovery as
+"may have happened" (its intent without an outcome), never as "did not happen". A new run, a
+new record, a compare-and-set and a fence alone (the heartbeat) are never held.
 A duplicate ``(run_id, seq)`` is a unique violation, raised as :class:`rac.errors.ConflictError`.
 The statements are :mod:`rac.stores.sql`'s; this module holds the connection and transactions.
 
@@ -20,9 +30,11 @@ an error, and a log at an older schema version is refused until a writer migrate
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +45,8 @@ from psycopg import errors as pg_errors
 from psycopg import sql
 
 from rac.errors import StoreError
+from rac.events import emit
+from rac.stores.changes import Change, Fence, UpdateRecord, UpdateRun
 from rac.stores.read_only import DEFAULT_WAIT, LockWait, check_version, refuse_write
 from rac.stores.sql import LATEST_VERSION, Dialect, SQLStore
 
@@ -42,6 +56,32 @@ POSTGRES = Dialect(name="postgresql", param="%s", prefix="rac_", real="DOUBLE PR
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x7AC0_0001
+#: The longest a commit asked for with ``durable=False`` waits in this process for the next
+#: commit to ride with before it is sent on its own (seconds). Far below a lease (60 s by
+#: default), so a run this process ended is never taken for an abandoned one.
+HOLD_SECONDS = 0.2
+#: The stores holding changes, written at the interpreter's exit.
+_HOLDING: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def holdable(changes: Sequence[Change]) -> bool:
+    """True for the changes a ``durable=False`` commit may hold back: updates of records and
+    runs, with their fences. Never a new run or record (a duplicate is refused to the caller
+    that wrote it), a compare-and-set (its caller learns whether it won), or a fence alone (the
+    heartbeat learns at once that its run was lost)."""
+    updates = False
+    for change in changes:
+        t = type(change)
+        if t is UpdateRecord:
+            assert isinstance(change, UpdateRecord)
+            if change.expect is not None:
+                return False
+            updates = True
+        elif t is UpdateRun:
+            updates = True
+        elif t is not Fence:
+            return False
+    return updates
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -92,7 +132,71 @@ class PostgresStore(SQLStore):
         self._lock = threading.RLock()
         self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
         self._pid = os.getpid()
+        #: changes of ``durable=False`` commits waiting for the next commit, and the timer
+        #: that writes them if none comes (see the module's docstring)
+        self._held: list[Change] = []
+        self._timer: threading.Timer | None = None
         self._open(key)
+
+    # -- held commits ---------------------------------------------------------------------------
+    def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
+        """Write ``changes`` in one transaction (see :meth:`SQLStore.commit`), with whatever
+        this store holds in front of them; hold them instead when ``durable`` is False and
+        they may wait (see the module's docstring)."""
+        if not changes:
+            return
+        with self._lock:
+            if self._pid != os.getpid():
+                self._held = []  # a forked copy: the parent writes what it holds
+            if not durable and not self.read_only and holdable(changes):
+                self._check_changes(changes)
+                self._held.extend(changes)
+                if self._timer is None:
+                    self._timer = threading.Timer(HOLD_SECONDS, self._flush_held)
+                    self._timer.daemon = True
+                    self._timer.start()
+                    _HOLDING.add(self)
+                return
+            held = self._take_held()
+            if held:
+                try:
+                    super().commit([*held, *changes], durable=durable)
+                    return
+                except Exception:  # noqa: BLE001 - each part again on its own, which names it
+                    self._write_held(held)
+            super().commit(changes, durable=durable)
+
+    def _take_held(self) -> list[Change]:
+        """What is held, no longer held (call under ``_lock``)."""
+        held, self._held = self._held, []
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return held
+
+    def flush(self) -> None:
+        """Write what this store holds now (see the module's docstring)."""
+        self._flush_held()
+
+    def _flush_held(self) -> None:
+        """Write what is held now, on its own."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._held = []
+            held = self._take_held()
+            if held:
+                self._write_held(held)
+
+    def _write_held(self, held: list[Change]) -> None:
+        """Commit held changes on their own; a refusal (the run was lost to another process,
+        the server is gone) is told as an event, never raised to an unrelated caller: what it
+        held is then missing from the log, and its calls read as in doubt."""
+        try:
+            super().commit(held, durable=False)
+        except Exception as e:  # noqa: BLE001
+            runs = sorted({getattr(c, "run_id", "") for c in held})
+            emit("rac.store", level="warning", status="held_commit_lost", runs=runs,
+                 error=f"{type(e).__name__}: {e}"[:500])
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> psycopg.Connection[tuple[Any, ...]]:
@@ -134,6 +238,8 @@ class PostgresStore(SQLStore):
         if self.read_only:
             raise refuse_write(_safe_url(self.url))
         with self._lock:
+            if self._held:  # a write other than a commit (a claim, a pair): what is held first
+                self._flush_held()
             conn = self._conn()
             try:
                 with conn.transaction():
@@ -156,6 +262,8 @@ class PostgresStore(SQLStore):
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         def once() -> list[tuple[Any, ...]]:
             with self._lock:
+                if self._held:  # this store reads its own writes
+                    self._flush_held()
                 return self._conn().execute(query.encode(), list(params)).fetchall()
 
         try:
@@ -196,8 +304,9 @@ class PostgresStore(SQLStore):
                 sql.Identifier(self.schema)))
 
     def close(self) -> None:
-        """Close the connection (a later use opens it again)."""
+        """Write what is held, close the connection (a later use opens it again)."""
         with self._lock:
+            self._flush_held()
             conn, self._connection = self._connection, None
             if conn is not None and self._pid == os.getpid():
                 try:
@@ -209,3 +318,13 @@ class PostgresStore(SQLStore):
 def _locked(error: BaseException) -> bool:
     """True when a statement gave up waiting for a lock another session holds."""
     return isinstance(error, pg_errors.LockNotAvailable)
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """What the stores still hold, written before the interpreter exits."""
+    for store in list(_HOLDING):
+        try:
+            store._flush_held()
+        except Exception:  # noqa: BLE001, S110 - exiting: the calls read as in doubt
+            pass

@@ -473,16 +473,16 @@ class SQLStore(ABC):
                 for r in rows]
 
     # -- the changes of a step, in one transaction (the ``commit`` capability) ----------------
+    def flush(self) -> None:  # noqa: B027 - SQLite holds nothing
+        """Write what this store holds back of its ``durable=False`` commits (PostgreSQL holds
+        them for the next commit, see :mod:`rac.stores.postgres`; SQLite holds none)."""
+
     def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
         """Write ``changes`` in order in one transaction: all or none (see
         :mod:`rac.stores.changes`)."""
         if not changes:
             return
-        for change in changes:  # refuse bad field names before anything is sent
-            if type(change) is UpdateRecord:
-                check_fields("record", change.fields, RECORD_COLUMNS)
-            elif type(change) is UpdateRun:
-                check_fields("run", change.fields, RUN_COLUMNS)
+        self._check_changes(changes)
         if len(changes) >= GROUPED_FROM:
             try:
                 with self._write(durable) as conn:
@@ -504,6 +504,15 @@ class SQLStore(ABC):
                     raise ConflictError(f"record {current.record.run_id}#{current.record.seq}"
                                         " already exists; refusing to overwrite it") from e
             raise
+
+    @staticmethod
+    def _check_changes(changes: Sequence[Change]) -> None:
+        """Refuse bad field names before anything is sent."""
+        for change in changes:
+            if type(change) is UpdateRecord:
+                check_fields("record", change.fields, RECORD_COLUMNS)
+            elif type(change) is UpdateRun:
+                check_fields("run", change.fields, RUN_COLUMNS)
 
     def _apply_grouped(self, conn: Any, changes: Sequence[Change]) -> None:
         """Apply a long list of changes (a batch of recovery's steps) with one

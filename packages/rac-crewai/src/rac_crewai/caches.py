@@ -8,17 +8,31 @@ after RAC cancelled FL-101.
 
 So the caches of the crews and agents a run covers are emptied when a rollback of the run
 starts and again when it finishes, and a read-only call is added to the cache only if no
-rollback of its run began while it ran (its answer may predate the rollback). The cache is
-CrewAI's ``CacheHandler`` (crewai 1.15), emptied under its own write lock.
+rollback of its run began while it ran (its answer may predate the rollback).
+
+CrewAI reads its cache for every call, whatever the tool's ``cache_function`` (that only
+decides what is added). An answer of a side-effecting tool already in a cache when a run
+begins (left by a kickoff before ``enable_rac``, or put there by hand) would stand in for the
+call: the model told "FL-900 booked", nothing booked, nothing in the log. So when a kickoff
+opens or joins a run, every entry of its caches but those of the engine's read-only tools is
+dropped. RAC's own calls (retries, compensations, lookups, before-images) call the tools
+directly: they never read the cache, and never add to it.
+
+The cache is CrewAI's ``CacheHandler`` (crewai 1.15), changed under its own write lock.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from crewai.utilities.string_utils import sanitize_tool_name
+
 import rac
+from rac.events import emit
 
 #: How many runs' caches are remembered (the newest; an open run's are never many).
 MEMORY = 1024
@@ -38,9 +52,14 @@ def caches_of(crew_or_agent: Any, members: list[Any]) -> list[Any]:
 
 
 def cover(run: rac.Run, caches: list[Any]) -> None:
-    """Empty ``caches`` whenever ``run`` is rolled back (while RAC remembers the run)."""
+    """Empty ``caches`` whenever ``run`` is rolled back (while RAC remembers the run), and drop
+    from them now every answer of a tool that is not read-only (:func:`drop_side_effects`)."""
     if not caches:
         return
+    read_only = set(run.engine.registry.read_only)
+    read_only |= {sanitize_tool_name(n) for n in read_only}
+    for c in caches:
+        drop_side_effects(c, read_only, run.run_id)
     with _LOCK:
         held = _CACHES.setdefault(run.run_id, {})
         _CACHES.move_to_end(run.run_id)
@@ -56,16 +75,47 @@ def forget(run_id: str) -> None:
         _CACHES.pop(run_id, None)
 
 
-def _empty(cache: Any) -> None:
+@contextmanager
+def _entries(cache: Any) -> Iterator[dict[str, Any] | None]:
+    """The entries of a ``CacheHandler`` (None if it is not one), under its write lock."""
     entries = getattr(cache, "_cache", None)
     lock = getattr(cache, "_lock", None)
     if not isinstance(entries, dict):
-        return
-    if lock is not None and callable(getattr(lock, "w_locked", None)):
+        yield None
+    elif lock is not None and callable(getattr(lock, "w_locked", None)):
         with lock.w_locked():
-            entries.clear()
+            yield entries
     else:
-        entries.clear()
+        yield entries
+
+
+def _tool_of(key: str) -> str:
+    """The tool name of a ``CacheHandler`` key (``f"{tool}-{input}"``, the input empty or a
+    JSON object)."""
+    if key.endswith("-"):
+        return key[:-1]
+    cut = key.find("-{")
+    return key[:cut] if cut >= 0 else key
+
+
+def drop_side_effects(cache: Any, read_only: set[str], run_id: str) -> None:
+    """Drop from ``cache`` every answer of a tool not in ``read_only`` (one event if any)."""
+    with _entries(cache) as entries:
+        if not entries:
+            return
+        dropped = [k for k in entries if _tool_of(k) not in read_only]
+        for k in dropped:
+            del entries[k]
+    if dropped:
+        emit("rac_crewai.cache.dropped", run_id=run_id, status="dropped",
+             tools=sorted({_tool_of(k) for k in dropped}), entries=len(dropped),
+             reason="answers of tools that are not read-only would stand in for their calls")
+
+
+def _empty(cache: Any) -> None:
+    with _entries(cache) as entries:
+        if entries is not None:
+            entries.clear()
 
 
 def empty_caches(run_id: str) -> None:

@@ -119,10 +119,11 @@ class ConformanceHarness:
     parallel = True
 
     def _crew(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
-              agent_id: str, **crew_kw: Any) -> tuple[Crew, ScriptedLLM]:
+              agent_id: str, *, extra: Sequence[BaseTool] = (), **crew_kw: Any
+              ) -> tuple[Crew, ScriptedLLM]:
         llm = ScriptedLLM(list(script))
         agent = Agent(role=agent_id, goal="book trips", backstory="careful", llm=llm,
-                      tools=world_tools(world), max_iter=20)
+                      tools=[*world_tools(world), *extra], max_iter=20)
         task = Task(description="Book my trip", expected_output="the bookings", agent=agent)
         crew = Crew(agents=[agent], tasks=[task], **crew_kw)
         enable_rac(crew, engine)
@@ -159,6 +160,15 @@ class ConformanceHarness:
             out = crew.kickoff()
         finally:
             unregister_after_tool_call_hook(handle_tool_errors)
+        return TurnResult(told(llm), str(getattr(out, "raw", out)))
+
+    def run_turn_cached(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        """The turn with CrewAI's tool cache on (``Crew(cache=True)``) and the world's
+        ``get_booking`` among the agent's tools."""
+        crew, llm = self._crew(engine, world, script, agent_id, cache=True,
+                               extra=[tool("get_booking")(world.get_booking)])
+        out = crew.kickoff()
         return TurnResult(told(llm), str(getattr(out, "raw", out)))
 
     def call_around_hook(self, engine: rac.RAC, world: TravelWorld,

@@ -175,4 +175,4 @@ def test_a_run_rebuilt_from_its_log_keeps_its_dependencies(engine: rac.RAC,
         flight = run.call("book_flight", passenger="a", origin="X", dest="Y")
     rebuilt = rac.Run.from_log(engine, engine.store.get_run(run.run_id),  # type: ignore[arg-type]
                                engine.store.get_records(run.run_id))
-    assert rebuilt.deps.dependencies({"booking_id": flight["booking_id"]}) == [1]
+    assert rebuilt.state.dependencies({"booking_id": flight["booking_id"]}) == [1]

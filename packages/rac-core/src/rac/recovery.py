@@ -49,7 +49,7 @@ from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
 from rac.leases import claim
 from rac.lifecycle import UNFINISHED as _UNFINISHED
-from rac.lifecycle import LifecycleError, RunEvent, run_after
+from rac.lifecycle import LifecycleError
 from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -654,7 +654,7 @@ def resolve(engine: RAC, run_id: str, seq: int, *, note: str, by: str | None = N
         # compare-and-set on the status checked above: of two operators resolving one record
         # at once, the second is refused (ConflictError), never writes over the first's note
         run.log.write(
-            status=run_after(info.status, RunEvent.RESOLVED) if clear else None,
+            status=run.state.resolved(run.status, clear),
             updates=[(run.log.records[seq], {"status": RecordStatus.RESOLVED, "note": text})],
             run_fields={"summary": redact_text(f"resolved by {who}")} if clear else None,
             expect={seq: rec.status}, durable=True)

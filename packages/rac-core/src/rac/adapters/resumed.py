@@ -112,7 +112,7 @@ def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None) -> R
                     run.log.update(rec, status=RecordStatus.IN_DOUBT, note="in_doubt",
                                    error="in doubt: the process running this call stopped "
                                          "before its outcome was written")
-                run.interrupted_seqs.add(rec.seq)
+                run.note_interrupted(rec.seq)
                 replay.doubt.setdefault(key, []).append(run.log.records[rec.seq])
     _REPLAYS[run] = replay
     emit("rac.run", run_id=run_id, status="reopened", owner=engine.owner,

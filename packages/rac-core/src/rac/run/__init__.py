@@ -6,8 +6,9 @@ and when a call fails for good rolls back the current scope: every side effect t
 may have, newest first, dependents before what they depend on. Scopes nest
 (:meth:`Run.scope`); a failure rolls back only the innermost one.
 
-Modules: :mod:`~rac.run.run` (the run and its state), :mod:`~rac.run.calls` (a call's life),
-:mod:`~rac.run.attempts` (reading one attempt), :mod:`~rac.run.reconcile` (lookups and
+Modules: :mod:`~rac.run.run` (the run, the facade), :mod:`~rac.run.state` (its bookkeeping,
+its one owner: events in, the next status out, no I/O), :mod:`~rac.run.calls` (a call's
+life), :mod:`~rac.run.attempts` (reading one attempt), :mod:`~rac.run.reconcile` (lookups and
 before-images), :mod:`~rac.run.planning` (what a rollback undoes, a pure function),
 :mod:`~rac.run.rollback` (undoing a scope and its report), :mod:`~rac.run.compensation`
 (undoing one action), :mod:`~rac.run.log` (writes to the log), :mod:`~rac.run.values` (stored

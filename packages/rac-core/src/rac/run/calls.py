@@ -253,18 +253,19 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
     """Write the intent record (or the refusal): number it, link it to what it depends on,
     refuse it if its model turn was rolled back, and mark it in flight."""
     rec, refusal, error = intent.record, intent.refusal, intent.error
+    state = run.state
     with run.lock:
         if refusal is None and batch is not None:
-            refusal = run.batch_refusal(batch, rec.tool)
+            refusal = state.batch_refusal(batch, rec.tool)
             if refusal is not None:
                 error = CallRefused(refusal)
         # a refused call never runs: a run that was idle stays as it was
-        status = run.reopened() if refusal is None else None
-        rec.seq = run.next_seq()
+        status = state.reopens(run.status) if refusal is None else None
+        rec.seq = state.next_seq()
         rec.idempotency_key = step_key(run.key_prefix, rec.seq, "action")
         rec.created_at = rec.updated_at = run.engine.clock.now()
         if not rec.read_only:
-            inferred = run.deps.dependencies(args)
+            inferred = state.dependencies(args)
             rec.depends_on = sorted(set(inferred).union(depends_on)) if depends_on \
                 else inferred
         if refusal is None and depends_on:  # a declared cycle would block both undos
@@ -284,10 +285,7 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
         rec.undo = undo
         run.log.append(rec, status=status)
         if refusal is None:
-            run.in_flight.add(rec.seq)
-            if intent.needed is not None:
-                run.needs[rec.seq] = intent.needed
-            run.doom_if_rolling_back(rec)
+            state.call_began(rec.seq, rec.scope, intent.needed)
     return Begun(rec, args, refusal, error)
 
 

@@ -49,11 +49,12 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
     written: the caller takes the general path)."""
     engine = run.engine
     registry = engine.registry
+    state = run.state
     comp = registry.pairs.get(name)
     if (not engine.hooks.defaults_only or comp is None or comp.before is not None
             or name in registry.irreversible or name in registry.lookups
             or name in registry.effects or run.log.info or run.log.status is not
-            RunStatus.RUNNING or run.active_rollbacks or run.doomed):
+            RunStatus.RUNNING or state.rolling_back):
         return None
     stored_args = plain_copy(args)
     t = run.tool(name, agent_id or run.agent_id)
@@ -64,18 +65,18 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
     if deps:  # declared dependencies: the general path checks them for a cycle
         return None
     with run.lock:
-        if run.active_rollbacks or run.log.status is not RunStatus.RUNNING:
+        if state.rolling_back or run.log.status is not RunStatus.RUNNING:
             return None
-        seq = run.next_seq()
+        seq = state.next_seq()
         now = engine.clock.now()
-        inferred = run.deps.dependencies(stored_args, owned=True)
+        inferred = state.dependencies(stored_args, owned=True)
         rec = Record(run.run_id, seq, name, _ACTION, _PENDING, agent_id or run.agent_id, scope,
                      stored_args, None, None, 1, step_key(run.key_prefix, seq, "action"),
                      sorted(set(inferred).union(deps)) if deps else inferred, None, None, True,
                      False, None, now, now, _UNSAFE, None, call_id or "")
         run.log.commit(Append(rec))  # RunLog.append minus its announcement: nobody listens
         run.log.records[seq] = rec
-        run.in_flight.add(seq)
+        state.call_began(seq, scope, None)
     try:
         raw = invoke(name, args)
     except engine.passthrough as e:
@@ -93,16 +94,15 @@ def execute_fast(run: Run, name: str, args: dict[str, Any], invoke: Invoker, *,
         return _general(run, name, args, invoke, rec, deps, scope, agent_id,
                         read_result(engine, name, raw), call_id)
     with run.lock:
-        if seq in run.doomed:
+        if state.rolling_back:
             return _general(run, name, args, invoke, rec, deps, scope, agent_id,
                             Attempt(True, raw, raw), call_id)
-        run.in_flight.discard(seq)
+        state.call_succeeded_later(seq, stored, stored_args, registry.produces.get(name))
         now = engine.clock.now()
         run.log.commit(UpdateRecord(run.run_id, seq, {"status": _COMPLETED, "attempts": 1,
                                                       "result": stored, "updated_at": now}),
                        durable=False)  # flushed with the next intent (see RunLog.write)
         rec.status, rec.result, rec.updated_at = _COMPLETED, stored, now
-        run.deps.add_result_later(seq, stored, stored_args, fields=registry.produces.get(name))
     return CallOutcome(True, name, seq, result=raw, value=raw)
 
 
@@ -114,7 +114,8 @@ def _general(run: Run, name: str, args: dict[str, Any], invoke: Invoker, rec: Re
     comp = engine.registry.pairs[name]
     comp_tool = run.tool(comp.tool, rec.agent_id)
     with run.lock:  # the fields its undo may read, as plan_intent would have noted them
-        run.needs[rec.seq] = needed_fields(comp, comp_tool.params if comp_tool else None)
+        run.state.note_needed(rec.seq, needed_fields(comp, comp_tool.params if comp_tool
+                                                     else None))
     if got.ok:
         return drive_sync(complete(run, rec, args, got), engine.clock, engine.passthrough)
     return drive_sync(call_flow(run, name, args, agent_id=agent_id, depends_on=deps,

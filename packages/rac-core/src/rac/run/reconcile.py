@@ -290,7 +290,7 @@ def _others(run: Run, rec: Record, lookup: Lookup, matches: list[Any], wanted: M
             doubtful = o.status in (R.PENDING, R.IN_DOUBT) or uncertain(o)
             if doubtful and _related(run, rec, o, lookup) and _same_question(
                     run, o, lookup, wanted, call_args):
-                what = "still running" if o.seq in run.in_flight else "in doubt"
+                what = "still running" if o.seq in run.state.in_flight else "in doubt"
                 return [], (f"{lookup.tool} shows a match that may be the effect of "
                             f"{o.tool} (#{o.seq}), {what} with the same arguments")
     return out, None
@@ -351,9 +351,7 @@ def settle(run: Run, rec: Record, lookup: Lookup, args: Mapping[str, Any], *,
                 undo["result"] = exact_result
             run.log.update(rec, status=RecordStatus.COMPLETED, result=stored,
                            undo=undo or None, note=f"{why}: {lookup.tool} found the effect")
-            run.live[rec.seq] = (call_args, seen.result)
-            if not rec.read_only:
-                run.deps.add_result(rec.seq, seen.result, call_args)
+            run.state.effect_found(rec, call_args, seen.result)
         elif seen.verdict == ABSENT:
             run.log.update(rec, status=RecordStatus.FAILED, note=f"{why}: {seen.reason}")
     return seen

@@ -11,20 +11,12 @@ from typing import TYPE_CHECKING, Any
 from rac.classify import ErrorKind
 from rac.dependencies import first_result_id
 from rac.effects import Flow
-from rac.lifecycle import (
-    RunEvent,
-    happened_of,
-    in_scope,
-    may_be_live,
-    run_after,
-    status_after_rollback,
-    uncertain,
-)
+from rac.lifecycle import happened_of, in_scope, may_be_live, uncertain
 from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import dependents_of
 from rac.report import AttemptedAlternative, RecoveryReport, UndoneAction
 from rac.run.compensation import Undo, compensate, undo_sources
-from rac.run.planning import UNDOABLE, plan_rollback
+from rac.run.planning import UNDOABLE
 from rac.run.reconcile import ABSENT, settle
 from rac.run.values import error_text
 from rac.serialize import redact_text
@@ -57,16 +49,11 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
     resume add interrupted compensations and dead letters); ``keep``: records to leave alone,
     seq -> why (named in the report as kept)."""
     engine = run.engine
+    state = run.state
     with run.lock:
-        run.log.set_status(run_after(run.log.status, RunEvent.ROLLBACK_BEGAN))
-        run.active_rollbacks.append(scope)
-        run.rollbacks_started += 1
-        plan = plan_rollback(run.log.records.values(), scope, running=run.in_flight,
-                             claimed=run.claimed, statuses=statuses, keep=keep)
-        claimed = [r.seq for r in plan.order]
-        run.claimed.update(claimed)
-        for r in plan.running:
-            run.doomed.setdefault(r.seq, scope)
+        run.log.set_status(state.rollback_status(run.status))
+        plan = state.rollback_began(scope, run.log.records.values(), statuses=statuses,
+                                    keep=keep)
     seqs = [r.seq for r in plan.order]
     run.log.event("rac.rollback", scope=scope, status="started", seqs=seqs, reason=reason)
     if engine.hooks.listened("rac_rollback_started"):
@@ -82,7 +69,7 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
                 run.log.event("rac.rollback", scope=scope, status="progress", done=done,
                               total=total)
             blockers = [d for d in dependents.get(rec.seq, ()) if d != rec.seq
-                        and may_be_live(run.log.records[d], run.in_flight)]
+                        and may_be_live(run.log.records[d], state.in_flight)]
             if blockers:
                 b = run.log.records[blockers[0]]
                 notes[rec.seq] = Undo("blocked", None,
@@ -99,17 +86,15 @@ def rollback_flow(run: Run, scope: str, *, reason: str, failure: Failure | None 
             notes[rec.seq] = yield from compensate(run, rec)
     finally:
         with run.lock:
-            run.active_rollbacks.remove(scope)
-            run.claimed.difference_update(claimed)
+            state.rollback_ended(scope, plan)
     with run.lock:
-        status = status_after_rollback(run.log.records.values(), scope, running=run.in_flight,
-                                       unsettled=set(run.doomed) | run.claimed)
+        status = state.rollback_outcome(scope, run.log.records.values())
         report = _report(run, scope, reason, failure, alternatives or [], plan.kept, notes,
                          status, [r.seq for r in plan.order])
         run.log.write(status=status, durable=False,
                       run_fields={"report": redact_text(engine.render(report)[:9000])[:8000]})
-        run.deps.forget([s for s, n in notes.items() if n.outcome == "compensated"])
-    run.last_report = report
+        state.rollback_reported(report, [s for s, n in notes.items()
+                                         if n.outcome == "compensated"])
     run.log.event("rac.rollback", level="info" if report.clean else "warning", scope=scope,
                   status=str(report.status), compensated=len(report.compensated),
                   left_live=len(report.left_live))
@@ -184,7 +169,7 @@ def _report(run: Run, scope: str, reason: str, failure: Failure | None,
         item = UndoneAction(rec.seq, rec.tool, note.compensator if note else None,
                             note.error if note else None, _ref(rec))
         st = rec.status
-        if rec.seq in run.in_flight:
+        if rec.seq in run.state.in_flight:
             item.happened = "running"
             in_flight.append(item)
         elif st is R.COMPENSATED:

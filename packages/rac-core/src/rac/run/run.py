@@ -6,19 +6,16 @@ life), :mod:`rac.run.rollback` and :mod:`rac.run.planning` (undoing a scope),
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from rac.dependencies import DependencyIndex
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConfigurationError, ToolCallFailed
-from rac.lifecycle import RunEvent, in_scope, may_be_live, run_after
+from rac.lifecycle import may_be_live
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
@@ -30,6 +27,7 @@ from rac.run.log import RunLog
 from rac.run.outcome import CallOutcome, unwrap
 from rac.run.planning import REQUEUED, UNDOABLE
 from rac.run.reconcile import Reconciled, settle
+from rac.run.state import RunState
 from rac.run.values import error_text, stored_copy, undo_part
 from rac.tools import Tool, ToolSet
 
@@ -42,8 +40,6 @@ Invoker = Callable[[str, dict[str, Any]], Any]
 AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
 R = RecordStatus
 S = RunStatus
-#: How many parallel batches (model turns) a run remembers.
-BATCH_MEMORY = 1024
 
 
 class Run:
@@ -54,9 +50,11 @@ class Run:
     :meth:`aexecute`. Leaving the block normally marks the run completed; leaving it with an
     exception rolls the run back and lets the exception go on.
 
-    The attributes without a leading underscore below the public ones (``log``, ``in_flight``,
-    ``doomed``, ...) are the run's shared state, read and written by the modules of
-    :mod:`rac.run` under ``lock``; they are not meant for adapters.
+    The run is the facade of its parts: ``log`` (its writes, :class:`rac.run.log.RunLog`) and
+    ``state`` (what this process knows of it beyond the log, :class:`rac.run.state.RunState`,
+    changed only through its event methods), both used by the modules of :mod:`rac.run` under
+    ``lock``. The bookkeeping it exposes (:attr:`busy`, :attr:`in_flight`,
+    :attr:`rollbacks_started`, :attr:`last_report`, :attr:`live`) is read-only.
     """
 
     def __init__(self, engine: RAC, *, run_id: str | None = None, agent_id: str | None = None,
@@ -66,30 +64,13 @@ class Run:
         #: what stands for the run in its steps' idempotency keys (see :mod:`rac.run.keys`)
         self.key_prefix = key_prefix(self.run_id)
         self.agent_id = agent_id or engine.agent_id
-        #: The report of this run's last rollback, if any.
-        self.last_report: RecoveryReport | None = None
         self.lock = threading.RLock()
         self.log = RunLog(engine, self.run_id, self.agent_id, self.lock)
-        self.started = False
-        self.in_flight: set[int] = set()
-        #: seq -> scope of a rollback that began while the call ran (undone when it returns)
-        self.doomed: dict[int, str] = {}
-        #: seqs a rollback is undoing (no two rollbacks undo one effect)
-        self.claimed: set[int] = set()
-        self.active_rollbacks: list[str] = []
-        self.rollbacks_started = 0
-        #: calls an interruption (not control flow) left pending: in doubt until recovery
-        self.interrupted_seqs: set[int] = set()
-        self.deps = DependencyIndex()
-        #: seq -> (args, value) as the call had them, in this process
-        self.live: dict[int, tuple[dict[str, Any], Any]] = {}
-        self.batches: OrderedDict[Any, int] = OrderedDict()
-        #: seq -> the argument and result fields its undo may read (see values.needed_fields)
-        self.needs: dict[int, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self._state = RunState()
+        self._started = False
         self._tools: dict[str, Tool] = {}
         #: agent id -> the tools that agent offered (two agents' tools of one name stay two)
         self._agent_tools: dict[str, dict[str, Tool]] = {}
-        self._seq = itertools.count(1)
         self._scopes = 0
         self._tokens: list[tuple[Token[Run | None], Token[tuple[Run, str] | None]]] = []
         self._rng: random.Random | None = None
@@ -106,7 +87,40 @@ class Run:
     def busy(self) -> bool:
         """True while a call of this run is under way (its intent written, its outcome not
         yet); :meth:`finish` leaves a busy run running."""
-        return bool(self.in_flight)
+        return self._state.busy
+
+    @property
+    def started(self) -> bool:
+        """True once the run's row is written (by :meth:`start`, or the first call)."""
+        return self._started
+
+    @property
+    def state(self) -> RunState:
+        """What this process knows of the run beyond its log (for the modules of
+        :mod:`rac.run`, under ``lock``; it changes only through its event methods)."""
+        return self._state
+
+    @property
+    def in_flight(self) -> frozenset[int]:
+        """The seqs of this run's calls under way (a copy)."""
+        return frozenset(self._state.in_flight)
+
+    @property
+    def rollbacks_started(self) -> int:
+        """How many rollbacks of this run began in this process (an adapter compares two
+        readings to tell whether one began in between)."""
+        return self._state.rollbacks_started
+
+    @property
+    def last_report(self) -> RecoveryReport | None:
+        """The report of this run's last rollback, if any."""
+        return self._state.last_report
+
+    @property
+    def live(self) -> Mapping[int, tuple[dict[str, Any], Any]]:
+        """seq -> (args, value) as the call had them in this process, for calls whose log
+        copies are not exact (a read-only view)."""
+        return self._state.live
 
     @property
     def rng(self) -> random.Random:
@@ -168,12 +182,12 @@ class Run:
     # -- opening and closing -------------------------------------------------------------------
     def start(self) -> None:
         """Write the run's row if it is not written yet (the first call does this)."""
-        if self.started:
+        if self._started:
             return
         with self.lock:  # the first calls of a run may come from several threads at once
-            if not self.started:
+            if not self._started:
                 self.log.create()
-                self.started = True
+                self._started = True
 
     def __enter__(self) -> Run:
         self.start()
@@ -237,7 +251,7 @@ class Run:
         with self.lock:
             if self.status in (S.COMPENSATED, S.NEEDS_ATTENTION) and not any(
                     r.status in (R.COMPLETED, R.PENDING, R.IN_DOUBT)
-                    and may_be_live(r, self.in_flight) and r.compensable
+                    and may_be_live(r, self._state.in_flight) and r.compensable
                     for r in self.log.records.values()):
                 return None  # rolled back already, and nothing was done since
         return f"the run was aborted by {type(exc).__name__}: {error_text(exc)}"
@@ -248,7 +262,7 @@ class Run:
         operator's ``rac resume`` may finish its rollback while this process lives on. A run
         completed as its block closed ended its lease in that same commit; a call still under
         way keeps it."""
-        if self._tokens or self.in_flight:
+        if self._tokens or self._state.busy:
             return
         try:
             self.log.end()
@@ -260,9 +274,9 @@ class Run:
         """The block is left: a running run is completed unless a call was interrupted; as
         the outermost block of an idle run, in the same commit as the end of its lease."""
         with self.lock:
-            done = run_after(self.status, RunEvent.STEP_DONE)
-            if done is not self.status and not self.interrupted_seqs:
-                self.log.set_status(done, end=not self._tokens and not self.in_flight)
+            done = self._state.step_done(self.status)
+            if done is not self.status:
+                self.log.set_status(done, end=not self._tokens and not self._state.busy)
 
     def finish(self) -> bool:
         """Mark the run completed, for adapters whose framework has no block to wrap the run
@@ -275,9 +289,8 @@ class Run:
         joinable: a later call sets a completed run running again."""
         self.start()
         with self.lock:
-            if not self.in_flight:
-                self.log.set_status(self.status if self.interrupted_seqs else
-                                    run_after(self.status, RunEvent.STEP_DONE), end=True)
+            if not self._state.busy:
+                self.log.set_status(self._state.step_done(self.status), end=True)
             return self.status is S.COMPLETED
 
     async def afinish(self) -> bool:
@@ -297,7 +310,7 @@ class Run:
         it; a later call of the run takes the lease again. A run with a call under way keeps
         its lease."""
         with self.lock:
-            if self.started and not self.in_flight:
+            if self._started and not self._state.busy:
                 self.log.end()
 
     def scope(self) -> Scope:
@@ -472,54 +485,30 @@ class Run:
             raise ValueError(f"only {sorted(REQUEUED)} can be requeued, got {sorted(extra)}")
         return rollback_flow(self, scope, reason=reason, statuses=UNDOABLE | extra, keep=keep)
 
-    # -- shared state, for the modules of rac.run ----------------------------------------------
+    # -- the driver of the run's state, for the modules of rac.run -----------------------------
     def next_seq(self) -> int:
         """The next sequence number (call under ``lock``)."""
-        return next(self._seq)
-
-    def reopened(self) -> RunStatus | None:
-        """The run's status once a call begins, or None for no change: an idle run
-        (completed, rolled back cleanly, resolved) is running again; ``needs_attention``
-        stays. Written with the call's intent, in its commit (call under ``lock``)."""
-        new = run_after(self.status, RunEvent.CALL_BEGAN)
-        return new if new is not self.status and not self.doomed else None
-
-    def doom_if_rolling_back(self, rec: Record) -> None:
-        """A call that begins while a rollback of its scope is under way is undone when it
-        returns (call under ``lock``)."""
-        for active in self.active_rollbacks:
-            if in_scope(rec.scope, active):
-                self.doomed[rec.seq] = active
-                return
+        return self._state.next_seq()
 
     def batch_refusal(self, batch: Any, tool: str) -> str | None:
         """Why a call of ``batch`` may not start (a rollback began after the batch's first
         call), or None; remembers the batch (call under ``lock``)."""
-        epoch = self.batches.get(batch)
-        if epoch is None:
-            self.batches[batch] = self.rollbacks_started
-            if len(self.batches) > BATCH_MEMORY:
-                self.batches.popitem(last=False)
-            return None
-        if self.rollbacks_started > epoch:
-            report = self.last_report
-            what = f" ({report.failed_tool} failed)" if report and report.failed_tool else ""
-            return (f"not run: {tool} was asked for in the same model turn as a call that "
-                    f"failed{what}, and this run was rolled back; nothing of {tool} happened. "
-                    "Replan from the report.")
-        return None
+        return self._state.batch_refusal(batch, tool)
 
     def succeeded(self, rec: Record, args: dict[str, Any], value: Any) -> bool:
         """Write a call's success; True if its scope was rolled back while it ran (the caller
         undoes it)."""
         engine = self.engine
         stored = stored_copy(value, engine.max_value_chars)
-        needed = self.needs.pop(rec.seq, None)
+        with self.lock:
+            needed = self._state.needed(rec.seq)
         # undo data only where an undo may need it, and only the fields it may read
         exact_result = None if rec.read_only or not rec.compensable or needed is None \
             else undo_part(value, stored, needed[1])
         with self.lock:
-            self.in_flight.discard(rec.seq)
+            doomed = self._state.call_succeeded(
+                rec, args, value, keep_live=rec.args != args or exact_result is not None,
+                produces=engine.registry.produces.get(rec.tool))
             undo = dict(rec.undo or {})
             if exact_result is not None:
                 undo["result"] = exact_result
@@ -528,53 +517,46 @@ class Run:
             if undo != (rec.undo or {}):
                 fields["undo"] = undo
             self.log.update(rec, **fields)
-            if rec.args != args or exact_result is not None:
-                self.live[rec.seq] = (args, value)
-            if not rec.read_only:
-                produces = engine.registry.produces.get(rec.tool)
-                self.deps.add_result(rec.seq, value, args, fields=produces)
-            if rec.seq in self.doomed:
-                self.claimed.add(rec.seq)
-                return True
-            return False
+            return doomed
 
     def end_call(self, rec: Record, status: RecordStatus, **fields: Any) -> bool:
         """Write the end of a call that did not succeed (failed or in doubt); True if its scope
         was rolled back while it ran."""
         with self.lock:
-            self.in_flight.discard(rec.seq)
+            self._state.call_ended(rec.seq)
             self.log.update(rec, status=status, **fields)
             return self.settle_doomed(rec.seq)
 
     def settle_doomed(self, seq: int) -> bool:
         """Forget that ``seq`` was doomed (its call ended); once nothing doomed or claimed is
         left, give the run its final status. True if it was doomed."""
-        from rac.lifecycle import status_after_rollback
-
         with self.lock:
-            self.claimed.discard(seq)
-            scope = self.doomed.pop(seq, None)
-            if scope is None:
-                return False
-            if not self.active_rollbacks and self.status is S.COMPENSATING:
-                self.log.set_status(status_after_rollback(
-                    self.log.records.values(), scope, running=self.in_flight,
-                    unsettled=set(self.doomed) | self.claimed))
-            return True
+            doomed, status = self._state.doom_lifted(seq, self.status,
+                                                     self.log.records.values())
+            if status is not None:
+                self.log.set_status(status)
+            return doomed
 
     def interrupted(self, rec: Record, exc: BaseException) -> None:
         """A BaseException or a framework's control flow stopped a call: its record stays
         pending (in doubt, for recovery) unless the adapter declared the exception a
         pass-through."""
         with self.lock:
-            self.in_flight.discard(rec.seq)
-            if isinstance(exc, self.engine.passthrough):
-                if rec.status is R.PENDING:
-                    self.log.update(rec, status=R.FAILED, note="passthrough",
-                                    error=f"interrupted by {type(exc).__name__}; not a failure")
-            elif rec.status is R.PENDING:
-                self.interrupted_seqs.add(rec.seq)
+            passthrough = isinstance(exc, self.engine.passthrough)
+            self._state.call_interrupted(rec.seq, in_doubt=not passthrough
+                                         and rec.status is R.PENDING)
+            if passthrough and rec.status is R.PENDING:
+                self.log.update(rec, status=R.FAILED, note="passthrough",
+                                error=f"interrupted by {type(exc).__name__}; not a failure")
             self.settle_doomed(rec.seq)
+
+    def note_interrupted(self, seq: int) -> None:
+        """Call ``seq`` was left without an outcome by an interruption this run does not hold
+        (a crash of the process that ran it, for a run reopened from its log): like an
+        interrupted call of this process, it keeps :meth:`finish` from completing the run, so
+        that ``rac recover`` takes it up."""
+        with self.lock:
+            self._state.call_interrupted(seq, in_doubt=True)
 
     # -- rebuilding from the log (crash recovery) ----------------------------------------------
     @classmethod
@@ -585,14 +567,14 @@ class Run:
         highest); no call is in flight."""
         run = cls(engine, run_id=info.run_id, agent_id=info.agent_id)
         run.log.status = info.status
-        run.started = True
-        for rec in records:
+        run._started = True
+        loaded = list(records)
+        for rec in loaded:
             run.log.records[rec.seq] = rec
-            if rec.kind is RecordKind.ACTION and rec.status is R.COMPLETED \
-                    and not rec.read_only:
-                run.deps.add_result(rec.seq, rec.result, rec.args)
-        run._seq = itertools.count(next_seq if next_seq is not None
-                                   else max(run.log.records, default=0) + 1)
+        run._state = state = RunState(next_seq=next_seq if next_seq is not None
+                                      else max(run.log.records, default=0) + 1)
+        for rec in loaded:
+            state.loaded(rec)
         return run
 
 

@@ -7,7 +7,8 @@ Only structured signals count: exception types, status codes, ``Retry-After``, a
 
 **"Did not happen" needs evidence.** A failure is ``transient`` or ``permanent`` (nothing
 happened) only when something says so: a known pre-send error (the connection was refused, the
-name did not resolve, the connect or pool wait timed out, HTTP 408/425/429/503), one of RAC's
+name did not resolve, the connect or pool wait timed out, HTTP 408/425/429/503, arguments that
+Python could not bind to a tool function's signature, so the function never ran), one of RAC's
 own error classes raised by the tool, a declaration (``errors_before_effect``, a
 ``rac_classify_error`` plugin, an MCP server's recovery metadata). Everything else is
 ``ambiguous``: an exception of a type no rule knows, an error a library raises once the request
@@ -19,10 +20,12 @@ and class name: this module imports none of them.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import FunctionType, MethodType
 from typing import Any
 
 from rac.errors import AmbiguousError, PermanentError, ResultError, TransientError
@@ -308,13 +311,45 @@ def _http(code: int, error: BaseException) -> Classification:
                           final=code < 500 or code in (501, 505))
 
 
+#: Set on a TypeError that :func:`mark_unbound` saw raised binding a tool function's arguments.
+_UNBOUND = "__rac_unbound__"
+
+
+def mark_unbound(error: TypeError, fn: Callable[..., Any], args: Mapping[str, Any]) -> None:
+    """Mark ``error`` as raised binding ``args`` to ``fn``, before any of ``fn`` ran, when the
+    evidence says so (then :func:`default_classify` calls it permanent: the call did not
+    happen). Called by the frame that calls ``fn`` (:meth:`rac.Tool.from_function`), with the
+    error it caught. The evidence: ``fn`` is a Python function or method (the interpreter binds
+    its arguments before its first line runs), the error's traceback holds no frame below the
+    caller's (``fn``'s own frame never started: a TypeError from its body, or from anything it
+    called, has one), and ``fn``'s own signature refuses the same arguments
+    (``inspect.signature(fn).bind(**args)`` raises TypeError too). Anything else, such as a
+    builtin, a ``functools.partial`` or a wrapper whose body ran, leaves ``error`` unmarked,
+    and so ambiguous."""
+    tb = error.__traceback__
+    if tb is None or tb.tb_next is not None:
+        return
+    target = fn.__func__ if isinstance(fn, MethodType) else fn
+    if not isinstance(target, FunctionType):
+        return
+    try:
+        inspect.signature(fn, follow_wrapped=False).bind(**args)
+    except TypeError as refused:
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the tool")
+        setattr(error, _UNBOUND, f"TypeError: the arguments do not fit {name}() ({refused}), "
+                                 "so Python refused the call before the tool ran")
+    except ValueError:  # no signature to read: no evidence
+        return
+
+
 def default_classify(error: BaseException) -> Classification:
     """RAC's built-in classification of an exception (see the module docstring).
 
     ``rac.TransientError`` and ``rac.PermanentError`` (raised by the tool: it says nothing
-    happened), ``rac.AmbiguousError``, a :class:`rac.ResultError` (ambiguous unless it says
-    it is transient, or its ``ambiguous`` is False), then :data:`LIBRARY_ERRORS` and status
-    codes. An exception no rule knows is ``ambiguous``, as a ``fallback``: it may have
+    happened), ``rac.AmbiguousError``, a TypeError raised binding a tool function's arguments
+    (permanent: the call never reached the tool, see :func:`mark_unbound`), a
+    :class:`rac.ResultError` (ambiguous unless it says it is transient, or its ``ambiguous``
+    is False), then :data:`LIBRARY_ERRORS` and status codes. An exception no rule knows is ``ambiguous``, as a ``fallback``: it may have
     happened.
     """
     if isinstance(error, TransientError):
@@ -326,6 +361,9 @@ def default_classify(error: BaseException) -> Classification:
     if isinstance(error, PermanentError):
         return Classification(ErrorKind.PERMANENT, None,
                               "PermanentError: the tool says nothing happened")
+    unbound = getattr(error, _UNBOUND, None) if isinstance(error, TypeError) else None
+    if isinstance(unbound, str):
+        return Classification(ErrorKind.PERMANENT, None, unbound)
     if isinstance(error, ResultError):
         if error.transient:
             return Classification(ErrorKind.TRANSIENT, error.retry_after,

@@ -85,12 +85,30 @@ class Tool:
             raise ValueError(f"cannot name the tool {fn!r}: pass name=")
         params, required = signature_params(fn)
         doc = inspect.getdoc(fn) or ""
+        # A TypeError raised here, in the frame that calls fn, may say that Python could not
+        # bind the arguments: fn never ran (rac.classify.mark_unbound checks it).
         if inspect.iscoroutinefunction(fn):
             async def acall(args: dict[str, Any]) -> Any:
-                return await fn(**args)
+                try:
+                    return await fn(**args)
+                except TypeError as e:
+                    _unbound(e, fn, args)
+                    raise
             return cls(tool_name, acall=acall, params=params, required=required, description=doc)
-        return cls(tool_name, call=lambda args: fn(**args), params=params, required=required,
-                   description=doc)
+
+        def call(args: dict[str, Any]) -> Any:
+            try:
+                return fn(**args)
+            except TypeError as e:
+                _unbound(e, fn, args)
+                raise
+        return cls(tool_name, call=call, params=params, required=required, description=doc)
+
+
+def _unbound(error: TypeError, fn: Callable[..., Any], args: dict[str, Any]) -> None:
+    from rac.classify import mark_unbound
+
+    mark_unbound(error, fn, args)
 
 
 

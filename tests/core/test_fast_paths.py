@@ -12,6 +12,23 @@ import rac
 from rac.testing import TravelWorld, VirtualClock
 
 
+@pytest.fixture
+def log_engine(tmp_path: Any) -> Any:
+    """Engines on the default store, a SQLite log, in this test's own folder (never the
+    current directory's .rac/rac.db); closed at the end."""
+    made: list[rac.RAC] = []
+
+    def make(**kw: Any) -> rac.RAC:
+        engine = rac.RAC(store=f"sqlite:///{tmp_path / 'rac.db'}", load_entrypoints=False,
+                         **kw)
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        engine.close()
+
+
 def test_a_compensation_that_fails_once_is_retried_inline_rollback(
         engine: rac.RAC, world: TravelWorld, clock: VirtualClock) -> None:
     world.fail("cancel_flight", "transient", times=1, message="flaky")
@@ -139,9 +156,9 @@ def _booking_tools(cancelled: list[str]) -> list[rac.Tool]:
     return [rac.Tool.from_function(book), rac.Tool.from_function(cancel)]
 
 
-def test_a_tool_set_offered_to_many_runs_lets_each_compensate() -> None:
+def test_a_tool_set_offered_to_many_runs_lets_each_compensate(log_engine: Any) -> None:
     cancelled: list[str] = []
-    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+    engine = log_engine(compensations={"book": "cancel"})
     tools = engine.tool_set(_booking_tools(cancelled))
     assert sorted(t.name for t in tools) == ["book", "cancel"] and len(tools) == 2
     for who in ("ann", "bob"):
@@ -154,8 +171,8 @@ def test_a_tool_set_offered_to_many_runs_lets_each_compensate() -> None:
     assert tools.checked_at == engine.registry.version  # checked once, then trusted
 
 
-def test_a_tool_set_is_checked_again_after_the_declarations_change() -> None:
-    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+def test_a_tool_set_is_checked_again_after_the_declarations_change(log_engine: Any) -> None:
+    engine = log_engine(compensations={"book": "cancel"})
     tools = engine.tool_set(_booking_tools([]))
     engine.run().add_tools(tools)
     engine.registry.add("book", "refund")  # a compensator neither the set nor the engine has
@@ -163,8 +180,9 @@ def test_a_tool_set_is_checked_again_after_the_declarations_change() -> None:
         engine.run().add_tools(tools)
 
 
-def test_a_tool_set_completed_by_tools_the_run_already_has_passes_its_check() -> None:
-    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+def test_a_tool_set_completed_by_tools_the_run_already_has_passes_its_check(
+        log_engine: Any) -> None:
+    engine = log_engine(compensations={"book": "cancel"})
     book, cancel = _booking_tools([])
     run = engine.run()
     run.add_tools([cancel])  # another agent of the turn offered the compensator
@@ -172,9 +190,9 @@ def test_a_tool_set_completed_by_tools_the_run_already_has_passes_its_check() ->
     assert run.tool("book") is book and run.tool("cancel") is cancel
 
 
-def test_a_tool_set_holds_rac_tools_only() -> None:
+def test_a_tool_set_holds_rac_tools_only(log_engine: Any) -> None:
     with pytest.raises(TypeError, match="RAC.tool_set"):
-        rac.ToolSet([print], engine=rac.RAC(load_entrypoints=False))  # type: ignore[list-item]
+        rac.ToolSet([print], engine=log_engine())  # type: ignore[list-item]
 
 
 def test_the_memory_log_keeps_the_runs_own_row_and_reads_return_copies(
@@ -240,8 +258,8 @@ def test_a_result_that_reports_its_own_failure_is_a_failure(
 
 
 def test_a_tool_set_is_checked_once_while_the_declarations_stay(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = rac.RAC(compensations={"book": "cancel"}, load_entrypoints=False)
+        monkeypatch: pytest.MonkeyPatch, log_engine: Any) -> None:
+    engine = log_engine(compensations={"book": "cancel"})
     checks: list[object] = []
     check = engine.registry.check_known
 

@@ -33,3 +33,24 @@ async def test_a_clone_enabled_for_another_agent_records_that_agent(
     # the original kernel keeps its own pair, for the planner
     assert len(kernel.auto_function_invocation_filters) == 1
     assert len(driver.kernel.auto_function_invocation_filters) == 1
+
+
+async def test_a_clone_not_enabled_records_the_agent_that_uses_it(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    """A clone given to another agent and not enabled keeps RAC's filters; its calls carry
+    that agent's name (the name on its instructions), not the first agent's."""
+    engine = make_engine()
+    world.fail("book_car", "permanent", message="no cars")
+    kernel = travel_kernel(world)
+    planner, _ = trip_agent(kernel, [[FLIGHT], "Flight booked."], name="planner")
+    enable_rac(planner, rac=engine)
+    driver, told = trip_agent(kernel.clone(), [[CAR], "No car."], name="driver")  # not enabled
+
+    async with engine.run(agent_id="trip") as run:
+        await planner.get_response(messages="A flight.")
+        await driver.get_response(messages="A car.")
+
+    assert world.live() == []
+    assert [(r.tool, r.agent_id) for r in run.records() if r.kind is RecordKind.ACTION] == [
+        ("travel-book_flight", "planner"), ("travel-book_car", "driver")]
+    assert "book_flight FL-101" in told.tool_results(-1)[-1]

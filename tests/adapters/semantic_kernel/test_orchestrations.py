@@ -13,6 +13,7 @@ from semantic_kernel.agents import (
     SequentialOrchestration,
 )
 from semantic_kernel.agents.runtime import InProcessRuntime
+from structlog.testing import capture_logs
 
 import rac
 from rac.models import RecordKind
@@ -115,3 +116,34 @@ async def test_group_chat_orchestration_is_one_transaction(
     actions = [(r.tool, r.agent_id) for r in engine.store.get_records(run.run_id)
                if r.kind is RecordKind.ACTION]
     assert actions == [("travel-book_flight", "flights"), ("travel-book_hotel", "hotels")]
+
+
+async def test_a_runtime_started_before_the_run_is_detected_and_its_calls_refused(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    """The runtime's tasks cannot see a run opened after it started: their calls would be
+    runs of their own, and a later failure would undo none of them while the failing agent
+    was told nothing else needed undoing. RAC refuses such calls instead (nothing runs), tells
+    the model why and logs an error naming the fix."""
+    engine = make_engine()
+    flights, flight_model = trip_agent(travel_kernel(world), [[FLIGHT], "No flight."],
+                                       name="flights")
+    hotels, _ = trip_agent(travel_kernel(world), [[HOTEL], "No hotel."], name="hotels")
+    for agent in (flights, hotels):
+        enable_rac(agent, rac=engine)
+    runtime = InProcessRuntime()
+    runtime.start()  # before the run: the mistake
+    try:
+        with capture_logs() as logs:
+            async with engine.run(agent_id="trip") as run:
+                result = await SequentialOrchestration(members=[flights, hotels]).invoke(
+                    task="Paris trip", runtime=runtime)
+                await result.get(timeout=60)
+    finally:
+        await runtime.stop_when_idle()
+
+    assert world.calls.get("book_flight", 0) == 0 and world.calls.get("book_hotel", 0) == 0
+    told = flight_model.tool_results(-1)[-1]
+    assert told.startswith("RAC: not run: travel-book_flight was asked for by an agent of an "
+                           "orchestration whose runtime was started outside a RAC run"), told
+    assert run.records() == []
+    assert any("inside `async with engine.run()`" in str(e.get("error")) for e in logs), logs

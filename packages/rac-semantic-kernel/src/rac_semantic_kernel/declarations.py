@@ -42,16 +42,35 @@ def _target(engine: rac.RAC, functions: KernelFunctions, name: str, field: str) 
         f"kernel, or register it with rac.RAC(tools=[...])")
 
 
-def adopt_declarations(engine: rac.RAC, functions: KernelFunctions) -> None:
+def adopt_declarations(engine: rac.RAC, functions: KernelFunctions,
+                       broken: dict[str, str] | None = None) -> None:
     """Add the declarations that concern ``functions`` under their logged names, checking that
-    every compensator and alternative they name can be called."""
+    every compensator and alternative they name can be called.
+
+    Raises :class:`rac.ConfigurationError` for one that cannot; with ``broken``, the error is
+    kept there instead, by the logged name of the function it concerns, and the other
+    declarations are adopted (a plugin added to a kernel mid-run: its calls are refused until
+    the compensator is there, the kernel's other calls go on)."""
     registry = engine.registry
     derived = _derived(engine)
+
+    def target(subject: str, name: str, field: str) -> str | None:
+        try:
+            return _target(engine, functions, name, field)
+        except rac.ConfigurationError as e:
+            if broken is None:
+                raise
+            full = functions.resolve(subject)
+            broken[full or subject] = str(e)
+            return None
+
     for subject, comp in list(registry.pairs.items()):
         full = functions.resolve(subject)
         if full is None:
             continue
-        tool = _target(engine, functions, comp.tool, f"compensations[{subject!r}].tool")
+        tool = target(subject, comp.tool, f"compensations[{subject!r}].tool")
+        if tool is None:
+            continue
         if full == subject:
             if tool != comp.tool:
                 registry.add(full, comp.model_copy(update={"tool": tool}))
@@ -66,7 +85,10 @@ def adopt_declarations(engine: rac.RAC, functions: KernelFunctions) -> None:
         full = functions.resolve(subject)
         if full is None:
             continue
-        names = [_target(engine, functions, a, f"alternatives[{subject!r}]") for a in alts]
+        found = [target(subject, a, f"alternatives[{subject!r}]") for a in alts]
+        if None in found:
+            continue
+        names = [n for n in found if n is not None]
         if full != subject and full in registry.alternatives \
                 and ("alternatives", full) not in derived:
             continue

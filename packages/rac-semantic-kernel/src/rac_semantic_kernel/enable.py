@@ -43,7 +43,7 @@ def enabled_engine(target: Any) -> RAC | None:
 
 def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None,
                names: Naming = "plugin-function", trusted_mcp: Iterable[str] = (),
-               **config: Any) -> T:
+               delegates: Iterable[str] = (), **config: Any) -> T:
     """Run every function call the model makes through ``target`` under RAC; returns ``target``.
 
     ``target`` is a ``semantic_kernel.Kernel``, or an agent with one (``ChatCompletionAgent``):
@@ -64,6 +64,22 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
             plugins of the kernel may then not share a function name).
         trusted_mcp: names of the kernel's MCP plugins whose servers are trusted: their
             read-only and idempotency hints are believed (see ``rac.mcp``).
+        delegates: functions that hand work to another agent (a kernel function awaiting
+            another enabled agent's ``get_response``), as ``plugin-function``,
+            ``plugin.function`` or the bare name. Such a call is not logged as a side effect
+            of its own: the other agent's calls join this run, and when one fails for good
+            the function's result carries RAC's report, so this agent's model hears what was
+            undone.
+
+    A plugin added after ``enable_rac`` is taken in at its first call. If a declaration
+    concerning it names a compensator or alternative RAC cannot reach, that function's calls
+    are refused (never run, the model told why, an error event logged) while the kernel's
+    other calls go on; ``kernel.invoke`` of it raises :class:`rac.ConfigurationError`.
+
+    A call made by an agent of an orchestration whose runtime (``InProcessRuntime``) was
+    started outside any run of the engine is refused, the model told why: its tasks cannot
+    see the run opened later, and the call could not be undone with the rest of the work.
+    Start the runtime inside ``async with engine.run()``.
 
     One agent invocation (or one auto-function-calling completion) is one run; inside
     ``async with engine.run()`` calls join that run instead. Enabling again with the same
@@ -106,9 +122,10 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
                                      f"names={existing.naming!r}, not {names!r}")
         existing.agent_id = existing.agent_id or agent_id
         existing.trusted_mcp = existing.trusted_mcp | frozenset(trusted_mcp)
+        existing.delegates = existing.delegates | frozenset(delegates)
         existing.prepare(kernel)
         return target
-    filters = FunctionCallFilter(engine, agent_id, names, trusted_mcp)
+    filters = FunctionCallFilter(engine, agent_id, names, trusted_mcp, delegates)
     filters.prepare(kernel)  # declarations checked now, before anything runs
     filters.mark_enabled(kernel)
     kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, filters.auto)

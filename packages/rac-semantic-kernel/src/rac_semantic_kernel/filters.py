@@ -17,6 +17,7 @@ the model gets what SK gives it without RAC.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from contextvars import ContextVar
@@ -25,12 +26,14 @@ from typing import Any
 
 from semantic_kernel import Kernel
 from semantic_kernel.contents import ChatHistory, FunctionCallContent
+from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.exceptions import FunctionExecutionException
 from semantic_kernel.filters import AutoFunctionInvocationContext, FunctionInvocationContext
 from semantic_kernel.functions import FunctionResult, KernelArguments
 
 import rac
-from rac.adapters import CallRefused, aexecute, aroute, failure_text
+from rac.adapters import CallRefused, Delegation, aexecute, aroute, failure_text
+from rac.events import emit
 from rac.run.outcome import unwrap
 from rac_semantic_kernel.declarations import adopt_declarations
 from rac_semantic_kernel.functions import (
@@ -79,11 +82,47 @@ def turn_key(history: ChatHistory | None, call: FunctionCallContent | None) -> H
     return None
 
 
+def agent_name(history: ChatHistory | None) -> str | None:
+    """The name of the agent whose invocation ``history`` is: a ``ChatCompletionAgent`` puts
+    its instructions first, as a system message carrying its name."""
+    if history is None:
+        return None
+    for message in history.messages:
+        if message.role in (AuthorRole.SYSTEM, AuthorRole.DEVELOPER):
+            return message.name or None
+        break
+    return None
+
+
+def in_runtime_task() -> bool:
+    """True if this code runs for an agent of an agent runtime (SK's ``InProcessRuntime`` marks
+    each message's handling with ``MessageHandlerContext``; the module is looked up, not
+    imported: an application that never loaded it runs no runtime)."""
+    module = sys.modules.get("semantic_kernel.agents.runtime.in_process.message_handler_context")
+    handler = getattr(module, "MessageHandlerContext", None)
+    if handler is None:
+        return False
+    try:
+        handler.agent_id()
+    except RuntimeError:  # not inside a message handler
+        return False
+    return True
+
+
+#: What the model is told of a call RAC refused because its undo is not available.
+_NO_UNDO = ("RAC: not run: {name} could not be undone if the work failed later (its "
+            "compensation is not available), so it was not called. Tell the user.")
+#: What the model is told of a call made by an orchestration outside any run.
+_OUTSIDE_RUN = ("RAC: not run: {name} was asked for by an agent of an orchestration whose "
+                "runtime was started outside a RAC run, so it could not be undone with the "
+                "rest of the work. Tell the user.")
+
+
 class _KernelState:
     """What the filter keeps per kernel object (a kernel and its clones are separate)."""
 
     __slots__ = ("kernel", "signature", "version", "functions", "tool_set", "mcp",
-                 "mcp_sessions")
+                 "mcp_sessions", "broken")
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = weakref.ref(kernel)
@@ -95,6 +134,9 @@ class _KernelState:
         self.mcp: dict[int, tuple[Any, dict[str, str]]] = {}
         #: id(MCP plugin) -> id of the session whose declarations were read
         self.mcp_sessions: dict[int, int] = {}
+        #: logged name -> why its declaration cannot be adopted (a plugin added mid-run whose
+        #: compensator is missing): its calls are refused
+        self.broken: dict[str, str] = {}
 
     def mcp_pending(self) -> bool:
         """True if an MCP plugin of the kernel has a session whose declarations are unread."""
@@ -112,11 +154,14 @@ class FunctionCallFilter:
     """
 
     def __init__(self, engine: rac.RAC, agent_id: str | None, naming: Naming,
-                 trusted_mcp: Iterable[str] = ()) -> None:
+                 trusted_mcp: Iterable[str] = (), delegates: Iterable[str] = ()) -> None:
         self.engine = engine
         self.agent_id = agent_id
         self.naming: Naming = naming
         self.trusted_mcp = frozenset(trusted_mcp)
+        #: functions that hand work to another agent (see :mod:`rac.adapters.delegation`), as
+        #: the user named them
+        self.delegates = frozenset(delegates)
         self.runs: InvocationRuns = runs_of(engine)
         self._kernels: dict[int, _KernelState] = {}
         #: id -> the kernels enable_rac registered this pair on (a clone carries the pair too)
@@ -140,9 +185,13 @@ class FunctionCallFilter:
         return self
 
     # -- per-kernel state ---------------------------------------------------------------------
-    def prepare(self, kernel: Kernel) -> _KernelState:
+    def prepare(self, kernel: Kernel, *, strict: bool = True) -> _KernelState:
         """Check and adopt the engine's declarations for ``kernel``'s functions (now, and again
-        whenever its plugins or the declarations change)."""
+        whenever its plugins or the declarations change).
+
+        Raises :class:`rac.ConfigurationError` for a declaration RAC cannot follow; not
+        ``strict`` (a call, after a plugin was added mid-run), it is kept in the state's
+        ``broken`` instead and only the calls it concerns are refused."""
         state = self._kernels.get(id(kernel))
         if state is None or state.kernel() is not kernel:
             state = _KernelState(kernel)
@@ -151,7 +200,12 @@ class FunctionCallFilter:
         sig = signature(kernel)
         if state.signature != sig or state.version != self.engine.registry.version:
             functions = KernelFunctions(kernel, self.naming)
-            adopt_declarations(self.engine, functions)
+            broken: dict[str, str] = {}
+            adopt_declarations(self.engine, functions, None if strict else broken)
+            for name, why in broken.items():
+                emit("rac_semantic_kernel.declaration", level="error", function=name,
+                     status="refused", error=why)
+            state.broken = broken
             state.functions = functions
             state.tool_set = self.engine.tool_set(functions.tools())
             state.signature = sig
@@ -185,21 +239,39 @@ class FunctionCallFilter:
             return
         engine = self.engine
         kernel = ctx.kernel
-        state = self.prepare(kernel)
+        state = self.prepare(kernel, strict=False)
         if state.mcp and state.mcp_pending():
             state = await self._adopt_mcp(kernel, state)
         functions, tool_set = state.functions, state.tool_set
         assert functions is not None and tool_set is not None
-        run = engine.current_run()
-        own = run is None
-        if run is None:
-            run = self.runs.run_for(ctx.chat_history, self.agent_id) \
-                if ctx.chat_history is not None else engine.run(agent_id=self.agent_id)
-        # this kernel's functions are this agent's: another agent's plugin of the same name
-        # (another vendor's system) never undoes this agent's calls
-        run.add_tools(tool_set, agent_id=self.agent_id or run.agent_id)
         full = fn.fully_qualified_name
         name = functions.logged.get(full, full)
+        run = engine.current_run()
+        refusal = _NO_UNDO if name in state.broken else \
+            _OUTSIDE_RUN if run is None and in_runtime_task() else None
+        if refusal is not None:
+            emit("rac_semantic_kernel.call", level="error", function=name, status="refused",
+                 error=state.broken.get(name, "an orchestration's runtime was started "
+                                              "outside a RAC run: start it inside "
+                                              "`async with engine.run()`"))
+            ctx.function_result = FunctionResult(function=fn.metadata,
+                                                 value=refusal.format(name=name))
+            return
+        agent = self.agent_of(kernel, ctx.chat_history)
+        own = run is None
+        if run is None:
+            run = self.runs.run_for(ctx.chat_history, agent) \
+                if ctx.chat_history is not None else engine.run(agent_id=agent)
+        # this kernel's functions are this agent's: another agent's plugin of the same name
+        # (another vendor's system) never undoes this agent's calls
+        run.add_tools(tool_set, agent_id=agent or run.agent_id)
+        if self.delegating(fn):
+            try:
+                await self._delegate(ctx, next, run)
+            finally:
+                if own:
+                    await run.afinish()
+            return
         call = ctx.function_call_content
         base = ctx.arguments
         # The function's own arguments: SK has parsed the model's call into ctx.arguments (on
@@ -251,21 +323,54 @@ class FunctionCallFilter:
 
         ainvoke = aroute(run, name, through_filters, through=kernel_function,
                          hint="add it to the kernel, or register it with rac.RAC(tools=[...])",
-                         agent_id=self.agent_id or run.agent_id)
+                         agent_id=agent or run.agent_id)
         try:
-            outcome = await aexecute(run, name, requested, ainvoke, agent_id=self.agent_id,
+            outcome = await aexecute(run, name, requested, ainvoke, agent_id=agent,
                                      batch=turn_key(ctx.chat_history, call))
         except engine.passthrough:
             return  # SK's control flow: the model gets what SK's own handler gave it
         finally:
             if own:
-                run.finish()
+                await run.afinish()  # the log's write off the event loop
         if not outcome.ok:
             ctx.function_result = FunctionResult(function=fn.metadata,
                                                  value=failure_text(outcome))
         elif outcome.tool != name:  # an alternative answered for the requested function
             value = answered[0].value if answered[0] is not None else outcome.result
             ctx.function_result = FunctionResult(function=fn.metadata, value=value)
+
+    def agent_of(self, kernel: Kernel, history: ChatHistory | None) -> str | None:
+        """The agent id of a call made through ``kernel``: the one enabled for it; for a
+        clone of an enabled kernel that was not enabled itself, the name of the agent whose
+        invocation it is (a handoff orchestration's clone of the agent's own kernel, or a
+        user's clone given to another agent), else the enabled one's."""
+        if self.enabled_on(kernel):
+            return self.agent_id
+        return agent_name(history) or self.agent_id
+
+    def delegating(self, fn: Any) -> bool:
+        """True if ``fn`` hands work to another agent (named in ``delegates=``)."""
+        if not self.delegates:
+            return False
+        names = {fn.fully_qualified_name, fn.name, f"{fn.plugin_name}.{fn.name}"}
+        return not self.delegates.isdisjoint(names)
+
+    async def _delegate(self, ctx: AutoFunctionInvocationContext, next: Next,
+                        run: rac.Run) -> None:
+        """A delegating call: not logged; the function runs with ``run`` current, so the
+        agents it invokes join it, and its result carries what RAC told their calls that
+        failed for good."""
+        marker = RAC_CALLING.set(ctx.function.fully_qualified_name)  # not a direct call
+        try:
+            with Delegation(run) as delegation:
+                await next(ctx)
+        finally:
+            RAC_CALLING.reset(marker)
+        if delegation.heard:
+            value = ctx.function_result.value if ctx.function_result is not None else ""
+            ctx.function_result = FunctionResult(
+                function=ctx.function.metadata,
+                value=delegation.answer("" if value is None else str(value)))
 
     def _innermost(self, kernel: Kernel) -> None:
         """Keep RAC's function filter the innermost of the kernel's: filters run in
@@ -308,13 +413,15 @@ class FunctionCallFilter:
         undone)."""
         kernel = ctx.kernel
         self._innermost(kernel)
-        state = self.prepare(kernel)
+        state = self.prepare(kernel, strict=False)
         functions, tool_set = state.functions, state.tool_set
         assert functions is not None and tool_set is not None
-        agent = self.agent_id or run.agent_id
-        run.add_tools(tool_set, agent_id=agent)
         full = ctx.function.fully_qualified_name
         name = functions.logged.get(full, full)
+        if name in state.broken:
+            raise rac.ConfigurationError(f"{name} was not run: {state.broken[name]}")
+        agent = self.agent_of(kernel, None) or run.agent_id
+        run.add_tools(tool_set, agent_id=agent)
         base = ctx.arguments
         params = functions.params.get(name)
         requested = {p: base[p] for p in params if p in base} if params is not None \
@@ -334,7 +441,7 @@ class FunctionCallFilter:
         outcome = await aexecute(run, name, requested, aroute(
             run, name, through_filters,
             hint="add it to the kernel, or register it with rac.RAC(tools=[...])",
-            agent_id=agent), agent_id=self.agent_id)
+            agent_id=agent), agent_id=agent)
         if not outcome.ok:
             unwrap(outcome)
         if outcome.tool != name:  # an alternative answered for the invoked function

@@ -17,7 +17,8 @@ from contextvars import ContextVar, Token
 from types import TracebackType
 
 from rac.adapters.control import failure_text
-from rac.run import CallOutcome
+from rac.run import CallOutcome, Run
+from rac.run.context import CURRENT_RUN, CURRENT_SCOPE
 
 #: The delegations open in this context, innermost last (each collects failure texts).
 _OPEN: ContextVar[tuple[list[str], ...]] = ContextVar("rac_open_delegations", default=())
@@ -25,19 +26,33 @@ _OPEN: ContextVar[tuple[list[str], ...]] = ContextVar("rac_open_delegations", de
 
 class Delegation:
     """A delegating call under way in this context (``with``): :attr:`heard` collects what the
-    calls made inside it that failed for good told their models (RAC's reports)."""
+    calls made inside it that failed for good told their models (RAC's reports).
 
-    def __init__(self) -> None:
+    With ``run``, that run is the current run inside the block (the agents the call invokes
+    join it) without being opened or closed there: for a framework that calls its tools
+    outside the block of the run they belong to (the run of a turn, kept by the adapter)."""
+
+    def __init__(self, run: Run | None = None) -> None:
         #: The failure texts of the calls made inside, in order.
         self.heard: list[str] = []
+        self._run = run
         self._token: Token[tuple[list[str], ...]] | None = None
+        self._current: tuple[Token[Run | None], Token[tuple[Run, str] | None]] | None = None
 
     def __enter__(self) -> Delegation:
         self._token = _OPEN.set((*_OPEN.get(), self.heard))
+        if self._run is not None and CURRENT_RUN.get() is not self._run:
+            self._current = (CURRENT_RUN.set(self._run),
+                             CURRENT_SCOPE.set((self._run, "0")))
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self._current is not None:
+            run_token, scope_token = self._current
+            CURRENT_SCOPE.reset(scope_token)
+            CURRENT_RUN.reset(run_token)
+            self._current = None
         if self._token is not None:
             _OPEN.reset(self._token)
             self._token = None

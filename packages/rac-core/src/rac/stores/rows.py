@@ -30,12 +30,14 @@ BOOL_FIELDS = frozenset({"compensable", "read_only"})
 
 
 _loads = json.loads
+# One encoder, built once: json.dumps with options builds a new one at every call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def dump_json(value: Any, what: str) -> str:
     """``value`` as compact JSON text; a StoreError naming ``what`` if it is not JSON-safe."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _dumps(value)
     except (TypeError, ValueError) as e:
         raise StoreError(f"{what} is not JSON-safe and cannot be written to the log: {e}") from e
 
@@ -58,8 +60,8 @@ def decode_record(row: Sequence[Any], undo: dict[str, Any] | None) -> Record:
     d = dict(zip(RECORD_COLUMNS, row, strict=True))
     args, result, depends = d["args"], d["result"], d["depends_on"]
     d["args"] = _loads(args) if args is not None else None
-    d["result"] = _loads(result) if result is not None else None
-    d["depends_on"] = (_loads(depends) if depends is not None else None) or []
+    d["result"] = None if result is None or result == "null" else _loads(result)
+    d["depends_on"] = [] if depends is None or depends == "[]" else (_loads(depends) or [])
     d["compensable"] = bool(d["compensable"])
     d["read_only"] = bool(d["read_only"])
     d["kind"] = RecordKind(d["kind"])
@@ -74,10 +76,29 @@ def decode_record(row: Sequence[Any], undo: dict[str, Any] | None) -> Record:
 def record_row(record: Record, seal: Callable[[Any], Any], *, int_bools: bool) -> list[Any]:
     """A record as column values, in :data:`RECORD_COLUMNS` order, ``undo`` through ``seal``
     (read attribute by attribute: recovery writes thousands at once)."""
-    return [seal(record.undo) if c == "undo" else
-            encode(c, list(record.depends_on) if c == "depends_on" else getattr(record, c),
-                   int_bools=int_bools)
-            for c in RECORD_COLUMNS]
+    r = record
+    try:
+        args, result, depends = _dumps(r.args), _dumps(r.result), _dumps(list(r.depends_on))
+    except (TypeError, ValueError):  # name the field that is not JSON-safe
+        for name in ("args", "result", "depends_on"):
+            encode(name, getattr(r, name), int_bools=int_bools)
+        raise
+    kind, status = r.kind, r.status
+    compensable, read_only = ((1 if r.compensable else 0, 1 if r.read_only else 0)
+                              if int_bools else (r.compensable, r.read_only))
+    # the order of RECORD_COLUMNS (checked below, at import)
+    return [r.run_id, r.seq, str(kind) if kind is not None else None, r.tool,
+            str(status) if status is not None else None, r.agent_id, r.scope, args, result,
+            r.error, r.attempts, r.idempotency_key, depends, r.compensates, r.alternative_of,
+            compensable, read_only, r.note, r.created_at, r.updated_at, r.effect,
+            seal(r.undo), r.call_id, r.happened]
+
+
+assert RECORD_COLUMNS == [
+    "run_id", "seq", "kind", "tool", "status", "agent_id", "scope", "args", "result", "error",
+    "attempts", "idempotency_key", "depends_on", "compensates", "alternative_of", "compensable",
+    "read_only", "note", "created_at", "updated_at", "effect", "undo", "call_id", "happened",
+], "record_row writes the columns in this order"
 
 
 def decode_run(row: Sequence[Any]) -> RunInfo:
@@ -101,8 +122,17 @@ def decode_pair(row: Sequence[Any]) -> PairRecord:
     return PairRecord(**d)
 
 
+#: The column lists' names as sets, by list (the lists above are module constants).
+_COLUMN_SETS: dict[int, frozenset[str]] = {}
+
+
 def check_fields(kind: str, fields: Iterable[str], columns: Sequence[str]) -> None:
     """Raise StoreError naming any field that is not a column (never build SQL from them)."""
-    bad = set(fields) - set(columns)
+    known = _COLUMN_SETS.get(id(columns))
+    if known is None:
+        known = _COLUMN_SETS[id(columns)] = frozenset(columns)
+    if known.issuperset(fields):
+        return
+    bad = set(fields) - known
     if bad:
         raise StoreError(f"unknown {kind} field(s): {sorted(bad)}")

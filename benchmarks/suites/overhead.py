@@ -192,3 +192,203 @@ def _reference_rollback(n: int) -> float:
     t0 = time.perf_counter()
     h.middleware.rollback()
     return round(time.perf_counter() - t0, 4)
+
+
+# -- growth: per-call cost against log size, tool count and result size (issue 28) -------------
+GROWTH_LOG_SIZES = (100, 1000, 10_000)
+GROWTH_TOOL_COUNTS = (10, 100, 1000)
+GROWTH_RESULT_SIZES = {"1KB": 1_000, "100KB": 100_000, "1MB": 1_000_000}
+GROWTH_OUT = Path(__file__).resolve().parents[1] / "results" / "growth.json"
+_PROSE = ("The guest asked for a quiet room facing the garden, two nights from 14 March, "
+          "breakfast at 7:30 and a late checkout; the front desk confirmed the rate of 182 EUR "
+          "per night and noted the loyalty number on file. ")
+
+
+def prose_result(size: int) -> dict[str, Any]:
+    """A tool result of about ``size`` characters of prose (a page a tool fetched), with its
+    booking id."""
+    text = (_PROSE * (size // len(_PROSE) + 1))[:size]
+    return {"booking_id": "BK-big", "status": "confirmed", "text": text}
+
+
+def _summary(times_ns: list[int], bare_ns: float) -> dict[str, float]:
+    over = [max(t - bare_ns, 0) / 1000 for t in times_ns]
+    return {"median": round(percentile(over, 50), 1), "p99": round(percentile(over, 99), 1),
+            "samples": len(over)}
+
+
+def _tools(count: int) -> tuple[list[Callable[..., Any]], dict[str, Any]]:
+    """``count`` booking tools (``book_0`` ...) and a compensation for each, plus the
+    canceller they share."""
+    tools: list[Callable[..., Any]] = []
+    for i in range(count):
+        def tool(passenger: str) -> dict[str, Any]:
+            return {"booking_id": f"BK-{passenger}", "status": "confirmed"}
+        tool.__name__ = tool.__qualname__ = f"book_{i}"
+        tools.append(tool)
+    comps = {t.__name__: rac.Compensation(tool="cancel", args={"booking_id": "result.booking_id"})
+             for t in tools}
+    return [*tools, cancel], comps
+
+
+def _rac_times(engine: rac.RAC, tool: str, fn: Callable[..., Any], prefill: int,
+               samples: int) -> list[int]:
+    run = engine.run()
+    run.__enter__()
+    invoke = lambda _n, a: fn(**a)  # noqa: E731
+    for i in range(prefill):
+        run.execute(tool, {"passenger": f"p{i:06d}"}, invoke)
+    times = []
+    for i in range(samples):
+        t0 = time.perf_counter_ns()
+        run.execute(tool, {"passenger": f"t{i:06d}"}, invoke)
+        times.append(time.perf_counter_ns() - t0)
+    run.__exit__(None, None, None)
+    return times
+
+
+def _reference_times(tools: dict[str, Callable[..., Any]], tool: str, prefill: int,
+                     samples: int) -> list[int]:
+    from benchmarks.approaches.reference import build_middleware
+    from benchmarks.worlds.base import CompSpec, World
+
+    class _W(World):
+        compensations: Any = {}
+
+    _W.compensations = {name: CompSpec("cancel", {"booking_id": "result.booking_id"})
+                        for name in tools if name != "cancel"}
+    middleware, wrapped = build_middleware(_W(VirtualClock()), tools)
+    fill_reference_log(middleware, prefill)
+    fn = wrapped[tool].func
+    times = []
+    for i in range(samples):
+        t0 = time.perf_counter_ns()
+        fn(passenger=f"t{i:06d}")
+        times.append(time.perf_counter_ns() - t0)
+    return times
+
+
+def growth_log_size(quick: bool) -> dict[str, dict[str, dict[str, float]]]:
+    """Per-call overhead (µs over the bare call) with 100 / 1,000 / 10,000 records already in
+    the run: ``{approach: {size: {median, p99, samples}}}``."""
+    bare = _bare_ns(2000)
+    sizes = GROWTH_LOG_SIZES[:2] if quick else GROWTH_LOG_SIZES
+    out: dict[str, dict[str, dict[str, float]]] = {"rac-memory": {}, "rac-sqlite": {},
+                                                   "reference": {}}
+    with _tmpdir() as tmp:
+        for n in sizes:
+            samples = 50 if quick else 200
+            engine = _engine("memory://")
+            out["rac-memory"][str(n)] = _summary(_rac_times(engine, "book", book, n, samples),
+                                                 bare)
+            engine = _engine(f"sqlite:///{tmp / f'g{n}.db'}")
+            out["rac-sqlite"][str(n)] = _summary(
+                _rac_times(engine, "book", book, n, samples // 4), bare)
+            engine.close()
+            out["reference"][str(n)] = _summary(
+                _reference_times({"book": book, "cancel": cancel}, "book", n,
+                                 samples if n < 10_000 else samples // 4), bare)
+    return out
+
+
+def growth_tool_count(quick: bool) -> dict[str, dict[str, dict[str, float]]]:
+    """Per-call overhead (µs) with 10 / 100 / 1,000 tools registered, calling the last one
+    (memory store: the cost of the path, no disk): ``{approach: {count: {...}}}``."""
+    bare = _bare_ns(2000)
+    out: dict[str, dict[str, dict[str, float]]] = {"rac-memory": {}, "reference": {}}
+    samples = 200 if quick else 1000
+    for count in GROWTH_TOOL_COUNTS:
+        tools, comps = _tools(count)
+        last = tools[count - 1]
+        engine = rac.RAC(compensations=comps, store="memory://", load_entrypoints=False,
+                         tools=tools, read_only=[])
+        out["rac-memory"][str(count)] = _summary(
+            _rac_times(engine, last.__name__, last, 0, samples), bare)
+        out["reference"][str(count)] = _summary(
+            _reference_times({t.__name__: t for t in tools}, last.__name__, 0,
+                             samples // 5), bare)
+    return out
+
+
+def growth_result_size(quick: bool) -> dict[str, Any]:
+    """Per-call overhead (µs over the bare call) of a tool returning 1 KB / 100 KB / 1 MB of
+    prose, beside ``json.dumps`` of the same value (µs, median) and the ratio of the two (the
+    issue's target: at most 10x for 1 MB)."""
+    import json
+
+    out: dict[str, Any] = {"json_dumps": {}, "rac-memory": {}, "rac-sqlite": {},
+                           "reference": {}, "ratio_to_json_dumps": {}}
+    with _tmpdir() as tmp:
+        for label, size in GROWTH_RESULT_SIZES.items():
+            value = prose_result(size)
+            samples = (30 if quick else 100) if size < 1_000_000 else (10 if quick else 30)
+
+            def big(passenger: str, _v: dict[str, Any] = value) -> dict[str, Any]:
+                return _v
+
+            big.__name__ = "book"
+            bare_times = []
+            for i in range(samples):
+                t0 = time.perf_counter_ns()
+                big(passenger=f"b{i}")
+                bare_times.append(time.perf_counter_ns() - t0)
+            bare = percentile(bare_times, 50)
+            dumps = []
+            for _ in range(samples):
+                t0 = time.perf_counter_ns()
+                json.dumps(value)
+                dumps.append(time.perf_counter_ns() - t0)
+            out["json_dumps"][label] = round(percentile(dumps, 50) / 1000, 1)
+            engine = _engine("memory://")
+            out["rac-memory"][label] = _summary(_rac_times(engine, "book", big, 0, samples),
+                                                bare)
+            engine = _engine(f"sqlite:///{tmp / f's{label}.db'}")
+            out["rac-sqlite"][label] = _summary(_rac_times(engine, "book", big, 0, samples),
+                                                bare)
+            engine.close()
+            out["reference"][label] = _summary(
+                _reference_times({"book": big, "cancel": cancel}, "book", 0, samples), bare)
+            out["ratio_to_json_dumps"][label] = {
+                name: round(out[name][label]["median"] / max(out["json_dumps"][label], 0.1), 2)
+                for name in ("rac-memory", "rac-sqlite", "reference")}
+    return out
+
+
+def growth(quick: bool) -> dict[str, Any]:
+    """Every growth table, with the machine and command that made them."""
+    import os
+    import platform
+    import sys
+
+    return {"python": sys.version.split()[0], "machine": platform.machine(),
+            "cpus": os.cpu_count(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "load_average": round(os.getloadavg()[0], 1),
+            "command": "uv run python -m benchmarks.suites.overhead --growth"
+                       + (" --quick" if quick else ""),
+            "unit": "microseconds per call over the bare call (median, p99)",
+            "log_size": growth_log_size(quick), "tool_count": growth_tool_count(quick),
+            "result_size": growth_result_size(quick),
+            "load_average_after": round(os.getloadavg()[0], 1)}
+
+
+def main(argv: list[str]) -> int:
+    import json
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    if "--growth" not in argv:
+        print("usage: python -m benchmarks.suites.overhead --growth [--quick]")
+        return 2
+    results = growth("--quick" in argv)
+    GROWTH_OUT.parent.mkdir(parents=True, exist_ok=True)
+    GROWTH_OUT.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    _sys.exit(main(_sys.argv[1:]))

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from rac.models import Record, RunStatus
+from rac.stores import open_store
+from rac.testing import TravelWorld
 from tests.reliability.support import store_url
 from tests.stores.support import drop_schema
 
@@ -77,3 +80,32 @@ def demo_log(url: str, cwd: Path, *args: str) -> dict[str, Any]:
     assert out.returncode == 0, out.stderr
     data: dict[str, Any] = json.loads(out.stdout)
     return data
+
+
+def live(cwd: Path, world: type[TravelWorld] = TravelWorld) -> list[str]:
+    """The ids of the bookings live in the operator's world (``world.db`` in ``cwd``)."""
+    opened = world(str(cwd / "world.db"))
+    try:
+        return sorted(b["booking_id"] for b in opened.live())
+    finally:
+        opened.close()
+
+
+def records(url: str, run_id: str) -> list[Record]:
+    """The run's records, read from the log as an operator's tool reads it (read-only)."""
+    store = open_store(url, read_only=True)
+    try:
+        return store.get_records(run_id)
+    finally:
+        store.close()
+
+
+def run_status(url: str, run_id: str) -> RunStatus:
+    """The run's status in the log (read-only)."""
+    store = open_store(url, read_only=True)
+    try:
+        info = store.get_run(run_id)
+        assert info is not None
+        return info.status
+    finally:
+        store.close()

@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 
 from rac.models import RunStatus
-from rac.stores import open_store
-from rac.testing import TravelWorld
-from tests.cli.support import log_url, one_line_error, rac
+from tests.cli.support import live, log_url, one_line_error, rac, run_status
 
 __all__ = ["log_url"]
 
@@ -62,24 +60,6 @@ def book(cwd: Path, url: str) -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
-def live(cwd: Path) -> list[str]:
-    world = TravelWorld(str(cwd / "world.db"))
-    try:
-        return sorted(b["booking_id"] for b in world.live())
-    finally:
-        world.close()
-
-
-def status(url: str, run_id: str) -> RunStatus:
-    store = open_store(url, read_only=True)
-    try:
-        info = store.get_run(run_id)
-        assert info is not None
-        return info.status
-    finally:
-        store.close()
-
-
 def test_preview_then_undo_with_a_conflict_named(tmp_path: Path, log_url: str) -> None:
     trip = book(tmp_path, log_url)
     run_id = trip["run_id"]
@@ -91,7 +71,7 @@ def test_preview_then_undo_with_a_conflict_named(tmp_path: Path, log_url: str) -
     assert preview["preview"] and [(i["tool"], i["verdict"]) for i in preview["items"]] == [
         ("book_hotel", "unchecked"), ("book_flight", "undo")]
     assert live(tmp_path) == sorted([trip["flight"], trip["hotel"]])
-    assert status(log_url, run_id) is RunStatus.COMPLETED
+    assert run_status(log_url, run_id) is RunStatus.COMPLETED
 
     out = rac("undo", run_id, "--app", "opsapp:engine", "--store", log_url, "--why",
               "wrong trip", "--by", "ann", cwd=tmp_path)
@@ -101,7 +81,7 @@ def test_preview_then_undo_with_a_conflict_named(tmp_path: Path, log_url: str) -
     assert "#1 book_flight: undo (find_flights shows it unchanged since the run)" in out.stdout
     assert "STILL LIVE" in out.stdout and "world is back" not in out.stdout
     assert live(tmp_path) == [trip["hotel"]]
-    assert status(log_url, run_id) is RunStatus.NEEDS_ATTENTION
+    assert run_status(log_url, run_id) is RunStatus.NEEDS_ATTENTION
 
 
 def test_unchecked_undoes_everything_and_the_run_is_compensated(tmp_path: Path,

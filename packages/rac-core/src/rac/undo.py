@@ -37,9 +37,9 @@ from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.ordering import rollback_order
 from rac.report import RecoveryReport
 from rac.run.compensation import undo_sources
-from rac.run.identity import identity, read_item, same_effect
+from rac.run.identity import Drift, drift, identity, read_item, same_effect
 from rac.run.reconcile import _ask, _matches, keyed, read_before, sent_key
-from rac.serialize import as_fields, redact_text
+from rac.serialize import redact_text
 
 if TYPE_CHECKING:
     from rac.engine import RAC
@@ -47,10 +47,6 @@ if TYPE_CHECKING:
     from rac.run.run import Run
 
 Verdict = Literal["undo", "conflict", "unchecked", "not_undoable"]
-
-#: What a value in a logged copy looks like when RAC redacted or cut it: never compared.
-_HIDDEN = ("[REDACTED", "…")
-
 
 @dataclass(frozen=True, slots=True)
 class UndoItem:
@@ -97,25 +93,11 @@ class Undone:
 
 
 # -- checking an effect against the live world ---------------------------------------------------
-def _visible(value: Any) -> bool:
-    return not (isinstance(value, str) and any(value.startswith(h) or value.endswith(h)
-                                               for h in _HIDDEN))
-
-
-def drift(now: Mapping[str, Any], then: Any) -> tuple[bool | None, str]:
-    """Whether ``now`` (an item as the world shows it) still has what ``then`` (the call's
-    result) says: ``(False, "")`` unchanged, ``(True, what changed)``, or ``(None, why)``
-    when they share no field that can be compared."""
-    data = as_fields(then)
-    if not isinstance(data, Mapping):
-        return None, "the call's result has no fields to compare"
-    shared = [k for k in data if k in now and _visible(data[k]) and _visible(now[k])]
-    if not shared:
-        return None, "what the world shows shares no field with the call's result"
-    for k in shared:
-        if now[k] != data[k]:
-            return True, f"{k!r} was {data[k]!r} after the run and is {now[k]!r} now"
-    return False, ""
+def _drifted(d: Drift) -> str:
+    if d.changed is None:
+        return "what the world shows shares no field with the call's result"
+    return f"changed since the run: {d.changed!r} was {d.then!r} after the run and is " \
+           f"{d.now!r} now"
 
 
 def _by_lookup(run: Run, rec: Record, lookup: Lookup, args: dict[str, Any], result: Any
@@ -145,11 +127,11 @@ def _by_lookup(run: Run, rec: Record, lookup: Lookup, args: dict[str, Any], resu
     item = mine[0] if isinstance(mine[0], Mapping) else read_item(mine[0])
     if item is None:
         return "unchecked", f"{lookup.tool} lists it in a shape RAC cannot read", False
-    changed, what = drift(item, result)
-    if changed is None:
-        return "unchecked", what, False
-    if changed:
-        return "conflict", f"changed since the run: {what}", True
+    now = drift(item, result)
+    if not now.fields:
+        return "unchecked", _drifted(now), False
+    if now.changed is not None:
+        return "conflict", _drifted(now), True
     return "undo", f"{lookup.tool} shows it unchanged since the run", True
 
 
@@ -161,14 +143,17 @@ def _by_before_image(run: Run, rec: Record, decl: BeforeImage, args: dict[str, A
     state = read_item(now)
     if state is None:
         return "unchecked", f"{decl.tool} returned a value RAC cannot read as fields", False
-    if before is not None and drift(state, before) == (False, "") and \
-            drift(state, result)[0] is not False:
-        return "conflict", f"gone: {decl.tool} shows the state as it was before the run", True
-    changed, what = drift(state, result)
-    if changed is None:
-        return "unchecked", what, False
-    if changed:
-        return "conflict", f"changed since the run: {what}", True
+    now = drift(state, result)
+    unchanged = bool(now.fields) and now.changed is None
+    if before is not None and not unchanged:
+        back = drift(state, before)
+        if back.fields and back.changed is None:
+            return "conflict", f"gone: {decl.tool} shows the state as it was before the run", \
+                True
+    if not now.fields:
+        return "unchecked", _drifted(now), False
+    if now.changed is not None:
+        return "conflict", _drifted(now), True
     return "undo", f"{decl.tool} shows it unchanged since the run", True
 
 
@@ -349,4 +334,4 @@ async def aundo(engine: RAC, run_id: str, *, why: str = "", by: str | None = Non
     return done
 
 
-__all__ = ["UndoItem", "Undone", "aundo", "check_effect", "drift", "undo"]
+__all__ = ["UndoItem", "Undone", "aundo", "check_effect", "undo"]

@@ -67,11 +67,11 @@ def later_writer(run: Run, rec: Record, decl: BeforeImage) -> Flow[str | None]:
     """Before a before-image restore: why restoring would overwrite a later writer's change,
     or None when the object still holds what the action wrote (or already holds what it held
     before: the restore is then a no-op). Read again through the before-image's own read
-    tool; compared on the fields the action's arguments and result share with it, ids aside.
-    Nothing to compare, or a read that fails, is a reason too: no evidence, no overwrite."""
-    from rac.run.identity import identity, read_item
+    tool; compared on the fields the action's arguments and result share with it, ids aside
+    (:func:`rac.run.identity.drift`). Nothing to compare, or a read that fails, is a reason
+    too: no evidence, no overwrite."""
+    from rac.run.identity import drift, identity, read_item
     from rac.run.reconcile import read_before
-    from rac.serialize import as_fields
 
     args, result, before = undo_sources(run, rec)
     ok, now = yield from read_before(run, decl, args, "", agent_id=rec.agent_id)
@@ -81,24 +81,17 @@ def later_writer(run: Run, rec: Record, decl: BeforeImage) -> Flow[str | None]:
     if state is None:
         return f"{decl.tool} returned nothing RAC can read as fields, so it cannot tell " \
                "whether a later writer changed the object"
-    ids = identity(state) or {}
-    wrote: dict[str, Any] = {}
-    for src in (as_fields(args), as_fields(result)):  # the result, where it says, wins
-        if isinstance(src, dict):
-            wrote.update({k: v for k, v in src.items() if k in state and k not in ids
-                          and not (isinstance(v, str) and v.startswith("[REDACTED"))})
-    if not wrote:
+    wrote = drift(state, args, result, ignore=identity(state) or {})  # the result wins
+    if not wrote.fields:
         return (f"{decl.tool} shows no field {rec.tool} wrote, so RAC cannot tell whether a "
                 "later writer changed the object since")
-    changed = [k for k, v in wrote.items() if state[k] != v]
-    if not changed:
+    if wrote.changed is None:
         return None
-    old = as_fields(before)
-    if isinstance(old, dict) and all(k in old and state[k] == old[k] for k in wrote):
+    back = drift({k: state[k] for k in wrote.fields}, before)
+    if back.changed is None and len(back.fields) == len(wrote.fields):
         return None  # already as it was before the action
-    k = changed[0]
-    return (f"a later writer changed it since: {k!r} is {state[k]!r} now, not the "
-            f"{wrote[k]!r} {rec.tool} wrote")
+    return (f"a later writer changed it since: {wrote.changed!r} is {wrote.now!r} now, not "
+            f"the {wrote.then!r} {rec.tool} wrote")
 
 
 def compensate(run: Run, rec: Record) -> Flow[Undo]:

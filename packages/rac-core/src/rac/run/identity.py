@@ -1,16 +1,20 @@
 """Telling effects apart, for lookups: what a lookup's item is (its fields, when RAC can read
 them), what identifies it (every id-named field it has, never just the first), whether it is
-the effect another call is known to have made, and whether it existed before a call.
+the effect another call is known to have made, whether it existed before a call, and whether
+an object still holds what a call says it held (:func:`drift`).
 
 Pure functions of values: no I/O, no locks. :mod:`rac.run.reconcile` uses them to decide
-whether a lookup found *this* call's effect.
+whether a lookup found *this* call's effect; a before-image restore
+(:func:`rac.run.compensation.later_writer`) and :mod:`rac.undo` to decide whether someone
+else changed an object since.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +23,8 @@ from rac.serialize import as_fields
 
 #: A value is "cannot tell": neither the same effect nor another one.
 UNKNOWN_SAME = None
+#: What a value in a logged copy looks like when RAC redacted or cut it: never compared.
+_HIDDEN = ("[REDACTED", "…")
 
 
 def read_item(item: Any) -> Mapping[str, Any] | None:
@@ -88,6 +94,41 @@ def same_effect(ident: Mapping[str, Any] | None, other: Any) -> bool | None:
     return True if shared == len(ident) else UNKNOWN_SAME
 
 
+def _visible(value: Any) -> bool:
+    return not (isinstance(value, str) and any(value.startswith(h) or value.endswith(h)
+                                               for h in _HIDDEN))
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How an object, as the world shows it now, compares with what a call says it held:
+    ``fields``, the fields compared (empty: nothing can tell); ``changed``, the first of them
+    whose value differs (None: none does), with what the call said (``then``) and what the
+    world shows (``now``)."""
+
+    fields: tuple[str, ...]
+    changed: str | None = None
+    then: Any = None
+    now: Any = None
+
+
+def drift(now: Mapping[str, Any], *sources: Any, ignore: Collection[str] = ()) -> Drift:
+    """Whether ``now`` still holds what ``sources`` say (each a call's arguments, result or
+    before-image, read as fields; a later source wins on a field they share): compared on the
+    fields they share with ``now``, less ``ignore`` and any value RAC redacted or cut."""
+    said: dict[str, Any] = {}
+    for src in sources:
+        data = as_fields(src)
+        if isinstance(data, Mapping):
+            said.update(data)
+    fields = tuple(k for k, v in said.items() if k in now and k not in ignore
+                   and _visible(v) and _visible(now[k]))
+    for k in fields:
+        if now[k] != said[k]:
+            return Drift(fields, k, said[k], now[k])
+    return Drift(fields)
+
+
 def snapshot_of(items: Iterable[Mapping[str, Any] | Any]) -> dict[str, Any]:
     """What a snapshot keeps of the items that matched a call's lookup before it ran: the
     fingerprint of each one's identity, and how many had none."""
@@ -121,4 +162,5 @@ def timestamp(value: Any) -> float | None:
     return None
 
 
-__all__ = ["fingerprint", "identity", "read_item", "same_effect", "snapshot_of", "timestamp"]
+__all__ = ["Drift", "drift", "fingerprint", "identity", "read_item", "same_effect", "snapshot_of",
+           "timestamp"]

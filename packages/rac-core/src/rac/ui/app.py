@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -221,25 +222,14 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
         return response
 
     async def resolve(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        back = f"/runs/{quote(run_id)}"
-        form = await request.form()
-        by, note = str(form.get("by") or "").strip(), str(form.get("note") or "").strip()
-        try:
-            seq = int(str(form.get("seq") or ""))
-        except ValueError:
-            return ui.fail(request, 400, "Bad request", "Which record? The form has no seq.",
-                           back)
-        if not by or not note:
-            return ui.fail(request, 400, "Say who and why",
-                           "A resolution needs your name and a note saying what was done.", back)
-        try:
-            ui.resolver().resolve(run_id, seq, note=note, by=by)
-        except KeyError as e:
-            return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
-        except (RACError, ValueError) as e:
-            return ui.fail(request, 409, "Not resolved", str(e), back)
-        return _done(ui, back, f"#{seq} resolved by {by}", by)
+        asked = await _record_form(ui, request, "A resolution needs your name and a note "
+                                                "saying what was done.")
+        if isinstance(asked, Response):
+            return asked
+        failed = _act(ui, request, asked.back, "Not resolved", lambda: ui.resolver().resolve(
+            asked.run_id, asked.seq, note=asked.note, by=asked.by))
+        return failed or _done(ui, asked.back, f"#{asked.seq} resolved by {asked.by}",
+                               asked.by)
 
     async def resume(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -302,30 +292,22 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
     async def person_decision(request: Request) -> Response:
         from rac.approvals import decide as decide_undo
 
-        run_id = request.path_params["run_id"]
         what = "approve" if request.url.path.endswith("/approve") else "hold"
-        back = f"/runs/{quote(run_id)}"
-        form = await request.form()
-        by, note = str(form.get("by") or "").strip(), str(form.get("note") or "").strip()
-        try:
-            seq = int(str(form.get("seq") or ""))
-        except ValueError:
-            return ui.fail(request, 400, "Bad request", "Which record? The form has no seq.",
-                           back)
-        if not by or not note:
-            return ui.fail(request, 400, "Say who and why",
-                           "A decision needs your name and a note saying why.", back)
-        try:
-            decide_undo(ui.resolver(), run_id, seq, what, note=note, by=by)  # type: ignore[arg-type]
-        except KeyError as e:
-            return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
-        except (RACError, ValueError) as e:
-            return ui.fail(request, 409, "Not decided", str(e), back)
-        said = f"#{seq}: undo {'approved' if what == 'approve' else 'kept held'} by {by}"
+        asked = await _record_form(ui, request, "A decision needs your name and a note "
+                                                "saying why.")
+        if isinstance(asked, Response):
+            return asked
+        failed = _act(ui, request, asked.back, "Not decided", lambda: decide_undo(
+            ui.resolver(), asked.run_id, asked.seq, what,  # type: ignore[arg-type]
+            note=asked.note, by=asked.by))
+        if failed is not None:
+            return failed
+        said = f"#{asked.seq}: undo {'approved' if what == 'approve' else 'kept held'} by " \
+               f"{asked.by}"
         if what == "approve" and ui.engine is not None:
-            outcome = await ui.engine.aresume(run_id)
+            outcome = await ui.engine.aresume(asked.run_id)
             said += f"; resumed: {outcome.outcome}"
-        return _done(ui, back, said, by)
+        return _done(ui, asked.back, said, asked.by)
 
     async def decide(request: Request) -> Response:
         from rac.resolver.book import decide_pair, pair_book
@@ -370,6 +352,47 @@ def create_app(store: Store, *, engine: RAC | None = None, guard: Guard | None =
     app = Starlette(routes=routes)
     app.state.ui = ui
     return app
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordForm:
+    """An operator's action on one record of a run, as the form asked it."""
+
+    run_id: str
+    back: str  # the run's page
+    by: str
+    note: str
+    seq: int
+
+
+async def _record_form(ui: UI, request: Request, needs: str) -> _RecordForm | Response:
+    """Who asks, why, and for which record (resolve, approve, hold); a failure page, saying
+    what is missing (``needs``: who and why), when the form lacks one."""
+    run_id = request.path_params["run_id"]
+    back = f"/runs/{quote(run_id)}"
+    form = await request.form()
+    by, note = str(form.get("by") or "").strip(), str(form.get("note") or "").strip()
+    try:
+        seq = int(str(form.get("seq") or ""))
+    except ValueError:
+        return ui.fail(request, 400, "Bad request", "Which record? The form has no seq.", back)
+    if not by or not note:
+        return ui.fail(request, 400, "Say who and why", needs, back)
+    return _RecordForm(run_id, back, by, note, seq)
+
+
+def _act(ui: UI, request: Request, back: str, refused: str,
+         action: Callable[[], object]) -> Response | None:
+    """Carry an operator's action out through the core: None when it was, else the page that
+    says why not (an unknown run or record: 404; one the core refuses: 409, titled
+    ``refused``)."""
+    try:
+        action()
+    except KeyError as e:
+        return ui.fail(request, 404, "Not found", str(e.args[0] if e.args else e), back)
+    except (RACError, ValueError) as e:
+        return ui.fail(request, 409, refused, str(e), back)
+    return None
 
 
 def _done(ui: UI, back: str, what: str, by: str) -> Response:

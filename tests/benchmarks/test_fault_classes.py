@@ -173,3 +173,27 @@ def test_the_named_effect_is_taken_as_the_extra_one() -> None:
     assert surplus == [([first, second], 1)]
     assert goal_split(live, False, 2) == ([first, second, car], [])
 
+
+
+def test_a_compensator_in_comp_ambiguous_commits_then_times_out() -> None:
+    setup = booking_setup("comp_ambiguous", "travel/trip_budget")
+    undo = {r.tool for r in setup.layer.rules if r.phase == "after_effect"}
+    assert {"refund_card", "cancel_flight", "cancel_hotel", "return_car"} <= undo
+    assert all(r.kind == "timeout" for r in setup.layer.rules if r.tool in undo)
+    charge = setup.tools["charge_card"](customer="ann", amount=100, items=[])
+    with pytest.raises(TimeoutError):
+        setup.tools["refund_card"](charge_id=charge["charge_id"])
+    assert setup.world.ledger.live_effects() == []  # the refund took effect all the same
+
+
+def test_an_undo_reported_done_while_its_effect_is_live_is_a_false_all_clear() -> None:
+    setup = booking_setup("clean", "travel/trip_budget")
+    setup.tools["charge_card"](customer="ann", amount=100, items=[])
+    (charge,) = setup.world.ledger.live_effects()
+    # the run ends needs_attention, but told the agent this charge was undone
+    ep = Episode("t", setup, RunResult(ATTENTION, 1, report="refund_card failed",
+                                       claimed_undone={charge.call_no}))
+    klass = classify(ep, check(ep))
+    assert klass.outcome == "residual" and klass.false_clean
+    told_nothing = Episode("t", setup, RunResult(ATTENTION, 1, report="charge_card CH-1 live"))
+    assert not classify(told_nothing, check(told_nothing)).false_clean

@@ -89,6 +89,10 @@ RUN_EVENTS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
 IDLE = frozenset(s for (s, e), _ in RUN_EVENTS.items() if e is RunEvent.CALL_BEGAN)
 #: Statuses of a run a dead process may have left unfinished.
 UNFINISHED = frozenset({S.RUNNING, S.COMPENSATING})
+#: Statuses of a run whose last rollback did what it could: undone, or waiting for a person.
+ROLLED_BACK = frozenset({S.COMPENSATED, S.NEEDS_ATTENTION})
+#: Statuses of a run ``rac resume`` takes up: unfinished, or waiting for a person.
+RESUMABLE = UNFINISHED | {S.NEEDS_ATTENTION}
 
 
 def run_after(status: RunStatus, event: RunEvent) -> RunStatus:
@@ -249,7 +253,8 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
 
 
 __all__ = ["COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_HAPPENED_NOTE",
-           "MAYBE_LIVE", "MAYBE_UNDONE_NOTES", "RECORD_TRANSITIONS", "RUN_EVENTS",
-           "RUN_TRANSITIONS", "RunEvent", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE", "UNFINISHED",
+           "MAYBE_LIVE", "MAYBE_UNDONE_NOTES", "RECORD_TRANSITIONS", "RESUMABLE", "ROLLED_BACK",
+           "RUN_EVENTS", "RUN_TRANSITIONS", "RunEvent", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE",
+           "UNFINISHED",
            "check_record", "check_run", "happened_after", "happened_of", "in_scope",
            "may_be_live", "run_after", "status_after_rollback", "uncertain"]

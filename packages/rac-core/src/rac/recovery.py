@@ -48,8 +48,8 @@ from rac.effects import drive_async, drive_sync
 from rac.errors import ConflictError, RACError, SequenceMismatchError
 from rac.events import emit
 from rac.leases import claim
+from rac.lifecycle import RESUMABLE, LifecycleError
 from rac.lifecycle import UNFINISHED as _UNFINISHED
-from rac.lifecycle import LifecycleError
 from rac.models import RELEASED, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport, UndoneAction
 from rac.run import AsyncInvoker, CallOutcome, Invoker, Run
@@ -397,7 +397,6 @@ async def arecover(engine: RAC, run_ids: Iterable[str] | None = None, *,
     return out
 
 
-_RESUMABLE = (RunStatus.NEEDS_ATTENTION, RunStatus.RUNNING, RunStatus.COMPENSATING)
 _LIVE_REASON = "resume: retrying the dead letters of a run its owner is still working on"
 
 
@@ -430,7 +429,7 @@ def resume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LEASE_SEC
         return done
     if live_owner is not None:
         return _retry_sync(engine, run_id, live_owner)
-    return _recover_one_sync(engine, run_id, _RESUMABLE, lease_seconds, owner or engine.owner,
+    return _recover_one_sync(engine, run_id, RESUMABLE, lease_seconds, owner or engine.owner,
                              retry_dead_letters=True, reason=_RESUME_REASON)
 
 
@@ -447,7 +446,7 @@ async def aresume(engine: RAC, run_id: str, *, lease_seconds: float = DEFAULT_LE
                                      offload=bool(getattr(engine.store, "blocking", True)))
         except Exception as e:  # noqa: BLE001 - reported; the owner keeps its run
             return _retry_failed(run_id, e)
-    return await _recover_one_async(engine, run_id, _RESUMABLE, lease_seconds,
+    return await _recover_one_async(engine, run_id, RESUMABLE, lease_seconds,
                                     owner or engine.owner, retry_dead_letters=True,
                                     reason=_RESUME_REASON)
 

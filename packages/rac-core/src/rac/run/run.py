@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rac.effects import drive_async, drive_sync
 from rac.errors import ConfigurationError, ToolCallFailed
-from rac.lifecycle import may_be_live
+from rac.lifecycle import ROLLED_BACK, may_be_live
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.report import RecoveryReport
 from rac.run.calls import call_flow
@@ -249,7 +249,7 @@ class Run:
                 and exc.report.scope == "0":
             return None  # its own failure already rolled it back
         with self.lock:
-            if self.status in (S.COMPENSATED, S.NEEDS_ATTENTION) and not any(
+            if self.status in ROLLED_BACK and not any(
                     r.status in (R.COMPLETED, R.PENDING, R.IN_DOUBT)
                     and may_be_live(r, self._state.in_flight) and r.compensable
                     for r in self.log.records.values()):

@@ -1,10 +1,12 @@
 """Property (issue 25): whatever the faults, the declarations and what the world held before
 the run, a run never says ``compensated`` (nor tells the agent the world is back) while an
 effect of it is live, never undoes an effect twice with a compensator that is not safe to
-repeat, and never undoes what existed before the run. The new paths: mid-response errors of a
-client library and exceptions no rule knows, errors after the effect, compensators that commit
-and then fail ambiguously (unsafe, idempotent, or with their own lookup), a lookup that meets a
-booking the passenger held before the run, and keyed tools given an empty key. Checked against
+repeat, never books twice for one call, and never undoes what existed before the run. The new
+paths: mid-response errors of a client library and exceptions no rule knows, errors after the
+effect, compensators that commit and then fail ambiguously (unsafe, idempotent, or with their
+own lookup), a lookup that meets a booking the passenger held before the run or whose rows RAC
+cannot read (bare ids, tuples, a result of the wrong shape), keyed tools given no key, None or
+an empty key, and an answer whose id is None or empty (the undo's argument would be empty). Checked against
 the travel world's own ledger (live bookings, and how often each was cancelled), every store
 write checked against the lifecycle tables.
 
@@ -24,6 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rac
+from rac.demo.crash import KEYED_COMPENSATIONS, KeyedTravelWorld
 from rac.stores import MemoryStore
 from rac.testing import LifecycleStore, TravelWorld, VirtualClock
 
@@ -50,9 +53,16 @@ MID_RESPONSE = {"httpx": _library_error("httpx", "ReadError"),
                 "urllib3": _library_error("urllib3.exceptions", "ProtocolError"),
                 "unknown": _library_error("acme.client", "BackendHiccup")}
 #: a fault: (kind, phase) with phase "before" (nothing happened) or "after" (it happened)
+#: ("empty_id"/"blank_id", "after"): it happened and its answer's id came back None or ""
 FAULTS = st.sampled_from([None, ("timeout", "after"), ("timeout", "before"),
                           ("httpx", "after"), ("urllib3", "before"), ("unknown", "after"),
-                          ("permanent", "before"), ("error_result", "after")])
+                          ("permanent", "before"), ("error_result", "after"),
+                          ("empty_id", "after"), ("blank_id", "after")])
+#: how the flight lookup's rows come back: readable dicts, or rows RAC cannot read as fields
+#: (bare ids, plain tuples) or a result of the wrong shape: never "absent"
+ROWS = st.sampled_from(["dicts", "dicts", "bare", "tuples", "wrong"])
+#: how the agent passes the key of a keyed tool: not at all, None or "" (RAC's key is used)
+KEYS = st.sampled_from(["omit", "none", "empty"])
 
 
 class Faulty:
@@ -73,6 +83,8 @@ class Faulty:
             if fault is not None:
                 if fault[0] == "error_result":
                     return {"error": f"{name}: upstream answered 500 after writing"}
+                if fault[0] in ("empty_id", "blank_id"):  # a mapped value would be empty
+                    return {**out, "booking_id": None if fault[0] == "empty_id" else ""}
                 raise self._error(name, fault[0])
             return out
 
@@ -90,10 +102,18 @@ class Faulty:
         return MID_RESPONSE[kind](f"{name}: connection broken mid-response")
 
 
-def _engine(world: TravelWorld, faulty: Faulty, comp_effect: str, lookup: bool) -> rac.RAC:
-    def find_flights(who: str) -> dict[str, Any]:
+def _engine(world: TravelWorld, faulty: Faulty, comp_effect: str, lookup: bool,
+            rows: str = "dicts", keyed: bool = False) -> rac.RAC:
+    def find_flights(who: str) -> Any:
         """Live flights of a passenger (read-only)."""
-        return world.find_bookings(who, "flight")
+        found = world.find_bookings(who, "flight")
+        if rows == "bare":
+            return {"bookings": [b["booking_id"] for b in found["bookings"]]}
+        if rows == "tuples":
+            return {"bookings": [tuple(b.values()) for b in found["bookings"]]}
+        if rows == "wrong":
+            return {"bookings": "see the portal"}
+        return found
 
     # the flight's lookup, declared engine-wide: the passenger's live flights to the same place
     lookups = {"book_flight": FLIGHT_LOOKUP} if lookup else {}
@@ -102,8 +122,9 @@ def _engine(world: TravelWorld, faulty: Faulty, comp_effect: str, lookup: bool) 
     return rac.RAC(tools=[*(faulty.tool(n) for n in names), find_flights, world.search_flights],
                    store=LifecycleStore(MemoryStore()), clock=VirtualClock(),
                    read_only=["find_flights", "search_flights"],
-                   compensations={"book_flight": "cancel_flight", "book_hotel": "cancel_hotel",
-                                  "book_car": "cancel_car"},
+                   compensations={t: KEYED_COMPENSATIONS[t] for t in CALLS} if keyed else {
+                       "book_flight": "cancel_flight", "book_hotel": "cancel_hotel",
+                       "book_car": "cancel_car"},
                    effects=effects, lookups=lookups, load_entrypoints=False,
                    retry=rac.RetryPolicy(max_attempts=3, initial_delay=0.1, jitter=0),
                    compensation_retry=rac.RetryPolicy(max_attempts=3, initial_delay=0.1,
@@ -115,22 +136,43 @@ def _engine(world: TravelWorld, faulty: Faulty, comp_effect: str, lookup: bool) 
 # booking cancelled twice) and the run said compensated
 @example(plan=["book_flight", "book_hotel"], faults=[None, None, ("permanent", "before")],
          cancel_faults=[("timeout", "after"), None, None], comp_effect="unsafe", lookup=False,
-         prior=False)
+         prior=False, rows="dicts", keyed=False, key="omit")
 # the passenger held a matching flight before the run: the lookup must not take it for the
 # booking that timed out, and the rollback must not cancel it
 @example(plan=["book_flight", "book_car"], faults=[None, ("timeout", "before"), None],
-         cancel_faults=[None, None, None], comp_effect="unsafe", lookup=True, prior=True)
+         cancel_faults=[None, None, None], comp_effect="unsafe", lookup=True, prior=True,
+         rows="dicts", keyed=False, key="omit")
+# the flight timed out after booking and the lookup's rows are bare ids: RAC cannot tell the
+# booking from them, never "absent" (it would be booked again)
+@example(plan=["book_flight", "book_car"], faults=[("permanent", "before"), ("timeout", "after"),
+                                                  None],
+         cancel_faults=[None, None, None], comp_effect="unsafe", lookup=True, prior=False,
+         rows="bare", keyed=False, key="omit")
+# a keyed booking given idempotency_key="" timed out after booking: its retry must carry
+# RAC's key (an empty key deduplicates nothing), and the booking is made once
+@example(plan=["book_hotel"], faults=[None, None, ("timeout", "after")],
+         cancel_faults=[None, None, None], comp_effect="unsafe", lookup=False, prior=False,
+         rows="dicts", keyed=True, key="empty")
+# the booking's id came back None: the cancel's argument would be empty, so it is refused and
+# the booking named, never "undone"
+@example(plan=["book_car", "book_hotel"], faults=[("empty_id", "after"), None,
+                                                  ("permanent", "before")],
+         cancel_faults=[None, None, None], comp_effect="unsafe", lookup=False, prior=False,
+         rows="dicts", keyed=False, key="omit")
 @given(plan=st.lists(st.sampled_from(sorted(CALLS)), min_size=1, max_size=4),
        faults=st.lists(FAULTS, min_size=3, max_size=3),
        cancel_faults=st.lists(FAULTS, min_size=3, max_size=3),
        comp_effect=st.sampled_from(["unsafe", "idempotent"]), lookup=st.booleans(),
-       prior=st.booleans())
+       prior=st.booleans(), rows=ROWS, keyed=st.booleans(), key=KEYS)
 def test_never_a_false_all_clear(plan: list[str], faults: list[Any], cancel_faults: list[Any],
-                                 comp_effect: str, lookup: bool, prior: bool) -> None:
-    world = TravelWorld()
+                                 comp_effect: str, lookup: bool, prior: bool, rows: str,
+                                 keyed: bool, key: str) -> None:
+    world = KeyedTravelWorld() if keyed else TravelWorld()
     held = world.book_flight(**CALLS["book_flight"])["booking_id"] if prior else None
     faulty = Faulty(world)
-    engine = _engine(world, faulty, comp_effect, lookup)
+    engine = _engine(world, faulty, comp_effect, lookup, rows, keyed)
+    given_key = {} if not keyed or key == "omit" else {
+        "idempotency_key": None if key == "none" else ""}
     for tool, fault in zip(sorted(CALLS), faults, strict=True):
         if fault is not None:
             faulty.faults[tool] = fault
@@ -141,7 +183,7 @@ def test_never_a_false_all_clear(plan: list[str], faults: list[Any], cancel_faul
     with engine.run() as run:
         try:
             for tool in plan:
-                run.call(tool, **CALLS[tool])
+                run.call(tool, **CALLS[tool], **given_key)
         except (rac.ToolCallFailed, rac.CallRefused) as failed:
             report = getattr(failed, "report", None)
         if report is None:
@@ -151,6 +193,9 @@ def test_never_a_false_all_clear(plan: list[str], faults: list[Any], cancel_faul
         assert bookings[held]["status"] == "live", (report, bookings[held])
     live = [b for b in world.live() if b["booking_id"] != held]
     text = engine.render(report)
+    made = [b for b in bookings.values() if b["booking_id"] != held]
+    for kind, tool in TOOL_OF.items():  # never booked twice for one call of the plan
+        assert sum(b["kind"] == kind for b in made) <= plan.count(tool), (report, bookings)
     if report.clean or run.status is rac.RunStatus.COMPENSATED:
         assert live == [], (report, live)
         if comp_effect == "unsafe":  # an undo not safe to repeat was made once

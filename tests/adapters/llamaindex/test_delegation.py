@@ -9,6 +9,7 @@ from typing import Any
 
 from llama_index.core.agent.workflow import CodeActAgent, FunctionAgent
 from llama_index.core.tools import FunctionTool
+from structlog.testing import capture_logs
 
 import rac
 from rac.models import RecordKind, RunStatus
@@ -111,3 +112,33 @@ async def test_an_agent_used_as_a_tool_joins_the_run_and_its_rollback_is_heard()
         ("book_flight", "planner"), ("book_car", "driver")]
     told = model.inputs[-1].tool_results()[-1]
     assert told.startswith("Done.") and "book_flight FL-101 (via cancel_flight)" in told, told
+
+
+async def test_an_undeclared_agent_tool_is_named_in_a_warning() -> None:
+    """Without ``delegates=`` the delegating call is logged as a side effect RAC cannot undo
+    (the run ends needing attention, never clean); the log says which tool to declare."""
+    world = TravelWorld()
+    world.fail("book_car", "permanent", message="no cars")
+    rac_engine = engine()
+    flights = enable_rac(FunctionAgent(
+        name="flights", llm=ScriptedModel([[("book_flight", PAR_FLIGHT)], "Booked."])
+        .function_calling_llm(), tools=world_tools(world)), rac_engine)
+
+    async def ask_flights(request: str) -> str:
+        """Ask the flights agent."""
+        return str(await flights.run(user_msg=request))
+
+    planner = enable_rac(FunctionAgent(
+        name="planner", llm=ScriptedModel([[("ask_flights", {"request": "fly"})],
+                                           [("book_car", PAR_CAR)], "Sorry."])
+        .function_calling_llm(),
+        tools=[FunctionTool.from_defaults(async_fn=ask_flights), *world_tools(world)]),
+        rac_engine)
+    with capture_logs() as logs:
+        handler = planner.run(user_msg="trip")
+        await handler
+    assert_no_live_effects(world)
+    run = rac_run_of(handler)
+    assert run is not None and run.status is RunStatus.NEEDS_ATTENTION
+    [warning] = [e for e in logs if e["event"] == "rac_llamaindex.delegation"]
+    assert warning["tool"] == "ask_flights" and "delegates=['ask_flights']" in warning["error"]

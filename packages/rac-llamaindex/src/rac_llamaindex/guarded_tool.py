@@ -11,7 +11,7 @@ from llama_index.core.tools.types import AsyncBaseTool, BaseTool, adapt_to_async
 import rac
 from rac import adapters
 from rac_llamaindex.results import as_output, failure_output
-from rac_llamaindex.tool_table import CALL_CONTEXT, tool_name, unwrap
+from rac_llamaindex.tool_table import CALL_CONTEXT, CALLING, tool_name, unwrap
 from rac_llamaindex.turns import batch_of
 
 #: Where to register a tool RAC names that the agent does not have.
@@ -177,7 +177,11 @@ class RACFunctionTool(FunctionTool):
         ctx_kwargs = self._ctx_kwargs(ctx)
 
         async def acall(call_args: dict[str, Any]) -> Any:
-            return await inner.acall(**call_args, **ctx_kwargs)
+            mark = CALLING.set(name)
+            try:
+                return await inner.acall(**call_args, **ctx_kwargs)
+            finally:
+                CALLING.reset(mark)
 
         token = CALL_CONTEXT.set(ctx)
         try:
@@ -208,7 +212,11 @@ class RACFunctionTool(FunctionTool):
         ctx_kwargs = self._ctx_kwargs(ctx)
 
         def call(call_args: dict[str, Any]) -> Any:
-            return inner.call(**call_args, **ctx_kwargs)
+            mark = CALLING.set(name)
+            try:
+                return inner.call(**call_args, **ctx_kwargs)
+            finally:
+                CALLING.reset(mark)
 
         token = CALL_CONTEXT.set(ctx)
         try:

@@ -29,7 +29,8 @@ from llama_index.core.workflow.handler import WorkflowHandler
 
 import rac
 from rac.adapters.resumed import RUN_ID_KEY, finished_notice, reopen, tell_first
-from rac_llamaindex.tool_table import RUN_CONTEXTS
+from rac.events import emit
+from rac_llamaindex.tool_table import CALLING, RUN_CONTEXTS
 
 #: Gives the engine an enabled target uses now (enabling again with another engine switches it).
 EngineOf = Callable[[], rac.RAC]
@@ -142,6 +143,13 @@ def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,
         current = engine.current_run()
         if current is not None:
             offer(current, tools())
+            calling = CALLING.get()
+            if calling is not None:  # an agent used as a tool, not declared a delegation
+                emit("rac_llamaindex.delegation", level="warning", run_id=current.run_id,
+                     tool=calling, agent=agent_id(), status="undeclared",
+                     error=f"{calling!r} runs the agent {agent_id()!r}: name it in "
+                           f"enable_rac(..., delegates=[{calling!r}]), or the run reports "
+                           f"it live after a rollback")
             joined = method(*args, **kwargs)
             RUN_CONTEXTS[current] = joined.ctx
             return joined

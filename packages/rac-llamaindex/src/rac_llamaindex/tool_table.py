@@ -21,6 +21,9 @@ from rac.adapters import params_from_schema
 #: The workflow ``Context`` of the tool call being made in this task, if any: handed to a
 #: context-taking compensator or alternative RAC calls during that call.
 CALL_CONTEXT: ContextVar[Any] = ContextVar("rac_llamaindex_call_context", default=None)
+#: The name of the guarded (logged) tool whose inner call is under way in this task, if any:
+#: an enabled agent's ``run()`` inside it is an undeclared delegation.
+CALLING: ContextVar[str | None] = ContextVar("rac_llamaindex_calling", default=None)
 #: The workflow ``Context`` of each RAC run's latest workflow run (its handler's), for a
 #: context-taking compensator RAC calls during another tool's call or as the run closes.
 RUN_CONTEXTS: weakref.WeakKeyDictionary[rac.Run, Any] = weakref.WeakKeyDictionary()

@@ -6,7 +6,9 @@ paths: mid-response errors of a client library and exceptions no rule knows, err
 effect, compensators that commit and then fail ambiguously (unsafe, idempotent, or with their
 own lookup), a lookup that meets a booking the passenger held before the run or whose rows RAC
 cannot read (bare ids, tuples, a result of the wrong shape), keyed tools given no key, None or
-an empty key, and an answer whose id is None or empty (the undo's argument would be empty). Checked against
+an empty key, and an answer whose id is None or empty (the undo's argument would be empty).
+A sibling of the same model turn in flight (:func:`test_a_sibling_in_flight_is_never_credited_nor_lost`)
+is never credited to a call, and is undone or named once it returns. Checked against
 the travel world's own ledger (live bookings, and how often each was cancelled), every store
 write checked against the lifecycle tables.
 
@@ -20,6 +22,7 @@ an action it could not restore is named, never counted undone."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -388,4 +391,125 @@ def test_a_restore_never_overwrites_a_later_writer(
         assert run.status is not rac.RunStatus.COMPENSATED
     if report.clean:
         assert final not in faults.in_scope - {faults.first_before}, (report, final)
+    world.close()
+
+
+# -- a sibling of the same model turn still in flight -----------------------------------------
+class WithSibling(Faulty):
+    """The travel world with faults, and a second booking of the same flight, of the same
+    model turn (batch), that is inside its tool while the plan runs: it books before the plan
+    (``before_main``), while the plan's first flight call is out (``during_main``), or only
+    once the plan's rollback is over (``after_rollback``)."""
+
+    def __init__(self, world: TravelWorld, when: str) -> None:
+        super().__init__(world)
+        self.when = when
+        self.thread: threading.Thread | None = None
+        self.entered, self.go = threading.Event(), threading.Event()
+        self.committed, self.release = threading.Event(), threading.Event()
+        self.booked: str | None = None
+
+    def tool(self, name: str) -> Any:
+        if name != "book_flight":
+            return super().tool(name)
+        faulted, real = super().tool(name), self.world.book_flight
+
+        def book_flight(passenger: str, origin: str, dest: str) -> dict[str, Any]:
+            """Book a seat for passenger on a flight from origin to dest."""
+            args = {"passenger": passenger, "origin": origin, "dest": dest}
+            if threading.current_thread() is self.thread:  # the sibling
+                self.entered.set()
+                wait = {"before_main": None, "during_main": self.go,
+                        "after_rollback": self.release}[self.when]
+                assert wait is None or wait.wait(60), "the test never let the sibling book"
+                out = real(**args)
+                self.booked = out["booking_id"]
+                self.committed.set()
+                assert self.release.wait(60), "the test never released the sibling"
+                return out
+            if not self.go.is_set():  # the plan's first flight: the sibling books meanwhile
+                self.go.set()
+                if self.when == "during_main":
+                    assert self.committed.wait(60), "the sibling never booked"
+            return faulted.invoke(args)
+
+        return rac.Tool.from_function(book_flight)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the reproduction: the sibling booked while this call was out, this call's answer was lost
+# before it booked anything; the lookup's match was credited to it
+@example(plan=["book_flight"], faults=[None, ("timeout", "before"), None], when="during_main",
+         prior=False)
+@given(plan=st.lists(st.sampled_from(sorted(CALLS)), min_size=1, max_size=3),
+       faults=st.lists(FAULTS, min_size=3, max_size=3),
+       when=st.sampled_from(["before_main", "during_main", "after_rollback"]),
+       prior=st.booleans())
+def test_a_sibling_in_flight_is_never_credited_nor_lost(plan: list[str], faults: list[Any],
+                                                        when: str, prior: bool) -> None:
+    """A lookup never credits this call with a sibling's booking (one that may be the effect
+    of a call of the same turn still running), the report never says the world is back while
+    the sibling is out, and the sibling's booking, once it returns, is undone or named."""
+    world = TravelWorld()
+    held = world.book_flight(**CALLS["book_flight"])["booking_id"] if prior else None
+    faulty = WithSibling(world, when)
+    engine = _engine(world, faulty, "unsafe", True)
+    for tool, fault in zip(sorted(CALLS), faults, strict=True):
+        if fault is not None:
+            faulty.faults[tool] = fault
+    outcomes: dict[str, rac.CallOutcome] = {}
+    report: rac.RecoveryReport | None = None
+    with engine.run() as run:
+        def invoke(n: str, a: dict[str, Any]) -> Any:
+            tool = run.tool(n)
+            assert tool is not None
+            return tool.invoke(a)
+
+        def sibling() -> None:
+            outcomes["sibling"] = run.execute("book_flight", dict(CALLS["book_flight"]),
+                                              invoke, batch="turn")
+
+        faulty.thread = threading.Thread(target=sibling)
+        faulty.thread.start()
+        assert faulty.entered.wait(60), "the sibling never started"
+        if when == "before_main":
+            assert faulty.committed.wait(60), "the sibling never booked"
+        mine: list[rac.CallOutcome] = []
+        for tool in plan:
+            got = run.execute(tool, dict(CALLS[tool]), invoke, batch="turn")
+            mine.append(got)
+            if not got.ok:
+                report = got.report
+                break
+        if report is None:
+            report = run.rollback("the agent gave up")
+        text = engine.render(report)
+        faulty.go.set()
+        faulty.release.set()
+        faulty.thread.join(60)
+    assert not faulty.thread.is_alive()
+    # nothing was said to be back while the sibling was out
+    assert not report.clean and "The world is back" not in text, text
+    assert "book_flight" in {u.tool for u in report.in_flight}, report
+    # never credited: no call of the plan holds the sibling's booking as its result
+    sib = outcomes["sibling"]
+    for got in mine:
+        value = got.value if isinstance(got.value, dict) else {}
+        assert faulty.booked is None or value.get("booking_id") != faulty.booked, (got, sib)
+    for rec in run.records():
+        if rec.kind is rac.RecordKind.ACTION and rec.seq != sib.seq and isinstance(
+                rec.result, dict):
+            assert rec.result.get("booking_id") != faulty.booked, rec
+    bookings = {b["booking_id"]: b for b in world.bookings()}
+    if held is not None:
+        assert bookings[held]["status"] == "live"
+    # the sibling's booking: undone when it returned, or named
+    if faulty.booked is not None and bookings[faulty.booked]["status"] == "live":
+        assert not sib.undone and sib.message and "MAY STILL BE LIVE" in sib.message, sib
+    # what the plan booked and left live is named in the report
+    named = {u.tool for u in report.left_live} | {u.tool for u in report.in_flight}
+    for b in world.live():
+        if b["booking_id"] not in (held, faulty.booked):
+            assert TOOL_OF[b["kind"]] in named, (b, report)
+    assert all(b["cancellations"] <= 1 for b in bookings.values()), bookings
     world.close()

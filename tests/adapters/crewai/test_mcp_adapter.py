@@ -8,6 +8,7 @@ a failure (not a ``completed`` call with an error text) and the pairs come from 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import rac
 from rac.models import RecordKind, RecordStatus, RunStatus
 from rac.testing import TravelWorld
 from rac_crewai import enable_rac
+from rac_crewai.mcp_adapter import server_label
 from rac_crewai.mcp_tools import server_name
 from tests.adapters.crewai.support import (
     FLIGHT,
@@ -464,3 +466,39 @@ def test_an_http_server_that_dies_leaves_the_booking_named(world: Path) -> None:
         crew.kickoff()
 
     assert_flight_named_live(world, llm, eng)
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["unnamed", "mcp_names"])
+def test_the_log_names_the_adapters_server_without_its_command_line(
+        world: Path, named: bool, caplog: pytest.LogCaptureFixture) -> None:
+    # The refused hotel's record, and RAC's events, name the server as the user named it
+    # (mcp_names=), else by its script's name: never by its command line, which holds the
+    # checkout's and the world file's paths.
+    caplog.set_level(logging.INFO)
+    server = params(world, "book_hotel=permanent")
+    with MCPServerAdapter(server) as tools:
+        crew, llm, eng = enabled_trip(list(tools),
+                                      **({"mcp_names": {"travel": server}} if named else {}))
+
+        crew.kickoff()
+
+    expected = "travel" if named else "mcp_travel_server"
+    [run] = runs_of(eng)
+    hotel = next(r for r in eng.store.get_records(run.run_id) if r.tool == "book_hotel")
+    assert hotel.result["details"]["server"] == expected, hotel.result
+    assert ledger(world) == FLIGHT_UNDONE
+    assert f"server='{expected}'" in caplog.text
+    assert str(world) not in caplog.text + str(hotel.result) + "".join(told(llm, "book_hotel"))
+
+
+def test_an_adapter_server_is_labelled_without_paths() -> None:
+    assert server_label(StdioServerParameters(
+        command="/usr/bin/python3", args=["-m", "rac.demo.mcp_travel_server", "--world",
+                                          "/tmp/w.db"])) == "mcp_travel_server"
+    assert server_label(StdioServerParameters(
+        command="npx", args=["-y", "@modelcontextprotocol/server-filesystem", "/home/ada"])
+    ) == "server_filesystem"
+    assert server_label(StdioServerParameters(command="/opt/bin/mcp-server-time")) == \
+        "mcp_server_time"
+    assert server_label({"url": "http://127.0.0.1:8000/mcp", "transport": "streamable-http"}
+                        ) == "127_0_0_1"

@@ -33,7 +33,9 @@ import functools
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlsplit
 
 from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
@@ -69,19 +71,35 @@ GRACE = 5.0
 class AdapterBinding:
     """What one adapter tool calls: ``mcp_name`` on ``session``, whose event loop is ``loop``;
     ``listed`` is the MCP tool as the adapter listed it, ``params`` the adapter's server
-    parameters for it, ``server`` the server's name (as
-    :func:`rac_crewai.mcp_tools.server_name` gives it for those parameters),
-    ``connect_timeout`` the adapter's bound on connecting (seconds), ``maker`` how the tool
-    was made."""
+    parameters for it, ``key`` CrewAI's name for the server (as
+    :func:`rac_crewai.mcp_tools.server_name` gives it for those parameters: for a stdio
+    server its command line), by which the engine's settings know it, ``label`` a name for it
+    with no file-system path (:func:`server_label`), ``connect_timeout`` the adapter's bound
+    on connecting (seconds), ``maker`` how the tool was made."""
 
     session: Any
     mcp_name: str
     loop: asyncio.AbstractEventLoop
     listed: Any
     params: Any
-    server: str
+    key: str
+    label: str
     connect_timeout: float
     maker: Maker
+
+    def server_for(self, engine: rac.RAC | None) -> str:
+        """The server's name in ``engine``'s log, events and reports: the name the user gave
+        it (``mcp_names=``), else its :attr:`label`, made unique per engine
+        (:meth:`rac_crewai.mcp_tools.MCPSettings.name_for`); never its command line."""
+        if engine is None:
+            return self.label
+        return settings_of(engine).name_for(self.key, self.label)
+
+    @property
+    def server(self) -> str:
+        """The server's name for the engine whose run is calling (see :meth:`server_for`)."""
+        run = current_run()
+        return self.server_for(run.engine if run is not None else None)
 
     def call(self, args: dict[str, Any]) -> Any:
         """Call the MCP tool once with ``args`` (validated by the tool's schema): the
@@ -195,6 +213,26 @@ def rendered(result: Any) -> str:
     return str([c.text for c in content if isinstance(getattr(c, "text", None), str)])
 
 
+def server_label(params: Any) -> str:
+    """A name for an adapter's server with no file-system path in it, for when the user gave
+    it none (mcpadapt keeps no ``serverInfo`` of the session it initialized): for a stdio
+    server the module of ``-m module``, else the file name (no suffix) of the first argument
+    that is not an option, else of the command (``mcp_travel_server``,
+    ``server_filesystem``); for an HTTP or SSE server the URL's host."""
+    args = [str(a) for a in getattr(params, "args", None) or ()]
+    if "-m" in args[:-1]:
+        base = args[args.index("-m") + 1].rsplit(".", 1)[-1]
+    elif any(not a.startswith("-") for a in args):
+        base = PurePath(next(a for a in args if not a.startswith("-"))).stem
+    elif isinstance(getattr(params, "command", None), str):
+        base = PurePath(params.command).stem
+    elif isinstance(params, Mapping) and isinstance(params.get("url"), str):
+        base = urlsplit(params["url"]).hostname or ""
+    else:
+        base = ""
+    return sanitize_tool_name(base) or "mcp"
+
+
 def _cells(fn: Any) -> dict[str, Any]:
     """The variables ``fn`` closes over, by name."""
     code = getattr(fn, "__code__", None)
@@ -249,7 +287,8 @@ def _read(cls: type[BaseTool], maker: Maker) -> AdapterBinding | None:
         return None
     connect = getattr(adapt, "connect_timeout", None)
     return AdapterBinding(session=session, mcp_name=mcp_name, loop=loop, listed=listed,
-                          params=params[index], server=server_name(params[index]),
+                          params=params[index], key=server_name(params[index]),
+                          label=server_label(params[index]),
                           connect_timeout=float(connect) if isinstance(connect, int | float)
                           else 30.0, maker=maker)
 
@@ -293,36 +332,36 @@ def adopt_adapter_tools(engine: rac.RAC, tools: Iterable[BaseTool]) -> None:
     for group in by_session.values():
         first = group[0][1]
         names = {t.name for t, _ in group}
-        if names <= settings.listed.get(first.server, set()):
+        if names <= settings.listed.get(first.key, set()):
             continue
         _list_declarations(engine, first, names, adapter_names(group),
-                           trusted=settings.is_trusted(first.server))
-        settings.listed.setdefault(first.server, set()).update(names)
+                           trusted=settings.is_trusted(first.key))
+        settings.listed.setdefault(first.key, set()).update(names)
 
 
 def _list_declarations(engine: rac.RAC, binding: AdapterBinding, names: set[str],
                        renamed: NameMap, *, trusted: bool) -> None:
     """Register the declarations of ``binding``'s server, listed over the adapter's session."""
-    listing = register_session_tools(engine, binding.session, server=binding.server,
-                                     trusted=trusted, names=renamed)
+    listing = register_session_tools(engine, binding.session,
+                                     server=binding.server_for(engine), trusted=trusted,
+                                     names=renamed)
     try:
         future = asyncio.run_coroutine_threadsafe(listing, binding.loop)
     except Exception as e:  # the loop is closed: the coroutine was never scheduled
         listing.close()
-        raise _unlisted(binding, names, e) from e
+        raise _unlisted(binding.server_for(engine), names, e) from e
     try:
         future.result(timeout=binding.connect_timeout)
     except rac.ConfigurationError:
         raise  # a malformed declaration: named by the MCP mechanism
     except Exception as e:
         future.cancel()
-        raise _unlisted(binding, names, e) from e
+        raise _unlisted(binding.server_for(engine), names, e) from e
 
 
-def _unlisted(binding: AdapterBinding, names: set[str], error: BaseException
-              ) -> rac.ConfigurationError:
+def _unlisted(server: str, names: set[str], error: BaseException) -> rac.ConfigurationError:
     return rac.ConfigurationError(
-        f"cannot read what MCP server {binding.server!r} declares about its tools "
+        f"cannot read what MCP server {server!r} declares about its tools "
         f"({', '.join(sorted(names))}): listing them over the MCPServerAdapter's session "
         f"failed with {type(error).__name__}: {error}. Is the adapter started and its server "
         "running?")

@@ -4,7 +4,9 @@ Two measurements, each interleaving bare and RAC calls so drift hits both alike:
 
 * ``crew``: a one-agent ``Crew`` on a scripted model whose kickoff makes exactly one tool call
   (model -> tool -> model), kicked off bare and with ``enable_rac``; one kickoff = one tool call
-  plus opening and closing one RAC run.
+  plus opening and closing one RAC run. ``crew_two_calls``: the same with two tool calls in
+  the turn (model -> tool -> model -> tool -> model), the scripted two-call turn issue 30's
+  target is set for (within +25% of the bare turn with the SQLite log).
 * ``tool``: the tool call alone as CrewAI's executor makes it (``tool.run(**args)``), bare and
   through RAC's wrapper inside an open run: the adapter's cost without CrewAI's own.
 
@@ -12,7 +14,8 @@ Overhead = RAC wall time - bare wall time of each interleaved pair; median and p
 with the log in memory and in a SQLite file. RAC's structlog events are filtered out below
 WARNING, as an application would.
 
-    uv run python -m benchmarks.suites.crewai_overhead [--calls 300] [--tool-calls 5000]
+    uv run python -m benchmarks.suites.crewai_overhead [--calls 300] [--two-call-turns 300]
+        [--tool-calls 5000]
 
 writes ``benchmarks/results/crewai_overhead.json``.
 """
@@ -64,10 +67,11 @@ def cancel_seat(booking_id: str) -> dict[str, Any]:
 
 
 class OneCallModel(BaseLLM):
-    """Asks for one ``book_seat`` call, then answers."""
+    """Asks for ``per_turn`` ``book_seat`` calls, one per model call, then answers."""
 
     llm_type: str = "bench"
-    pending: bool = True
+    per_turn: int = 1
+    asked: int = 0
 
     def supports_function_calling(self) -> bool:
         return True
@@ -81,11 +85,12 @@ class OneCallModel(BaseLLM):
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
              available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
              response_model: Any = None) -> Any:
-        if self.pending:
-            self.pending = False
-            return [{"id": "c1", "type": "function",
-                     "function": {"name": "book_seat", "arguments": json.dumps(ARGS)}}]
-        self.pending = True
+        if self.asked < self.per_turn:
+            self.asked += 1
+            args = {"passenger": f"{ARGS['passenger']}{self.asked}"}
+            return [{"id": f"c{self.asked}", "type": "function",
+                     "function": {"name": "book_seat", "arguments": json.dumps(args)}}]
+        self.asked = 0
         return "booked"
 
 
@@ -95,9 +100,10 @@ def engine(store: str) -> rac.RAC:
                    load_entrypoints=False)
 
 
-def crew() -> Crew:
-    """A fresh one-agent crew that makes one tool call per kickoff."""
-    agent = Agent(role="booker", goal="book", backstory="b", llm=OneCallModel(model="bench"),
+def crew(per_turn: int = 1) -> Crew:
+    """A fresh one-agent crew that makes ``per_turn`` tool calls per kickoff."""
+    agent = Agent(role="booker", goal="book", backstory="b",
+                  llm=OneCallModel(model="bench", per_turn=per_turn),
                   tools=[book_seat, cancel_seat])
     return Crew(agents=[agent], tasks=[Task(description="book", expected_output="x",
                                             agent=agent)])
@@ -122,9 +128,9 @@ def paired(bare: Callable[[], Any], guarded: Callable[[], Any], calls: int,
 
 
 
-def measure_crew(store: str, calls: int, warmup: int) -> dict[str, Any]:
-    """Kickoffs of a bare crew and of the same crew under RAC."""
-    bare, guarded = crew(), enable_rac(crew(), engine(store))
+def measure_crew(store: str, calls: int, warmup: int, per_turn: int = 1) -> dict[str, Any]:
+    """Kickoffs of a bare crew and of the same crew under RAC, ``per_turn`` tool calls each."""
+    bare, guarded = crew(per_turn), enable_rac(crew(per_turn), engine(store))
     return paired(bare.kickoff, guarded.kickoff, calls, warmup)
 
 
@@ -140,6 +146,8 @@ def main() -> None:
     """Measure and write the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="crew kickoffs per store")
+    parser.add_argument("--two-call-turns", type=int, default=300,
+                        help="kickoffs of two tool calls per store")
     parser.add_argument("--tool-calls", type=int, default=5000, help="tool calls per store")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -150,18 +158,22 @@ def main() -> None:
         for label, store in (("memory", "memory://"), ("sqlite", f"sqlite:///{tmp}/rac.db")):
             row = {"store": label,
                    "crew": measure_crew(store, opts.calls, opts.warmup),
+                   "crew_two_calls": measure_crew(store, opts.two_call_turns, opts.warmup,
+                                                  per_turn=2),
                    "tool": measure_tool(store, opts.tool_calls, opts.warmup)}
-            bare = row["crew"]["bare_us"]["median"]
-            row["crew"]["overhead_pct_median"] = round(
-                100 * row["crew"]["overhead_us"]["median"] / bare, 2)
+            for kind in ("crew", "crew_two_calls"):
+                bare = row[kind]["bare_us"]["median"]
+                row[kind]["overhead_pct_median"] = round(
+                    100 * row[kind]["overhead_us"]["median"] / bare, 2)
             results.append(row)
             print(json.dumps(row))
     report = {
         "benchmark": "crewai_overhead",
         "what": "overhead RAC adds to one CrewAI tool call: per crew kickoff making one tool "
-                "call, and per tool call alone (tool.run vs RACTool.run in an open run); "
+                "call (crew) and two (crew_two_calls), and per tool call alone (tool.run vs RACTool.run in an open run); "
                 "overhead = RAC - bare of interleaved pairs",
-        "crew_calls": opts.calls, "tool_calls": opts.tool_calls, "warmup": opts.warmup,
+        "crew_calls": opts.calls, "two_call_turns": opts.two_call_turns,
+        "tool_calls": opts.tool_calls, "warmup": opts.warmup,
         "python": platform.python_version(), "machine": platform.machine(),
         "crewai": crewai_version, "results": results,
     }

@@ -193,3 +193,32 @@ class TestConformance(AdapterConformance):
         engine = super().make_engine(log_path, **kw)
         declare_control_flow(engine, TurnStop)
         return engine
+
+
+@pytest.mark.parametrize("check", ["test_framework_persistence_resumes_the_crashed_run",
+                                   "test_a_pause_resumed_after_a_rollback_is_told"],
+                         ids=["promise-4", "promise-7"])
+def test_the_resume_checks_fail_an_adapter_that_resumes_into_a_new_run(
+        check: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted mistake: the adapter ignores the RAC run a restored ``Context`` carries (a
+    resumed workflow opens a new run, as before issue 30). Promise 4's check sees the crashed
+    process's booking made again, promise 7's the approved charge run after the rollback."""
+    import rac_llamaindex.run_scope as run_scope
+
+    monkeypatch.setattr(run_scope, "_resumed_run", lambda engine, ctx: None)
+    suite = TestConformance()
+    world = TravelWorld()
+    try:
+        with pytest.raises(AssertionError):
+            if check.endswith("crashed_run"):
+                suite.test_framework_persistence_resumes_the_crashed_run(
+                    LlamaIndexHarness(), tmp_path / "rac.db", tmp_path)
+            else:
+                engine = suite.make_engine(tmp_path / "rac.db")
+                try:
+                    suite.test_a_pause_resumed_after_a_rollback_is_told(LlamaIndexHarness(),
+                                                                        engine, world)
+                finally:
+                    engine.store.close()
+    finally:
+        world.close()

@@ -231,24 +231,31 @@ def _tools(count: int) -> tuple[list[Callable[..., Any]], dict[str, Any]]:
     return [*tools, cancel], comps
 
 
-def _rac_times(engine: rac.RAC, tool: str, fn: Callable[..., Any], prefill: int,
-               samples: int) -> list[int]:
-    run = engine.run()
-    run.__enter__()
-    invoke = lambda _n, a: fn(**a)  # noqa: E731
-    for i in range(prefill):
-        run.execute(tool, {"passenger": f"p{i:06d}"}, invoke)
+def _rac_times(make: Callable[[], rac.RAC], tool: str, fn: Callable[..., Any], prefill: int,
+               blocks: int, per_block: int) -> list[int]:
+    """``per_block`` timed calls in each of ``blocks`` fresh runs holding ``prefill`` records
+    (so the run grows by at most ``per_block`` while it is timed)."""
     times = []
-    for i in range(samples):
-        t0 = time.perf_counter_ns()
-        run.execute(tool, {"passenger": f"t{i:06d}"}, invoke)
-        times.append(time.perf_counter_ns() - t0)
-    run.__exit__(None, None, None)
+    invoke = lambda _n, a: fn(**a)  # noqa: E731
+    for b in range(blocks):
+        engine = make()
+        run = engine.run()
+        run.__enter__()
+        for i in range(prefill):
+            run.execute(tool, {"passenger": f"p{i:06d}"}, invoke)
+        for i in range(per_block):
+            t0 = time.perf_counter_ns()
+            run.execute(tool, {"passenger": f"t{b}-{i:04d}"}, invoke)
+            times.append(time.perf_counter_ns() - t0)
+        run.__exit__(None, None, None)
+        engine.close()
     return times
 
 
 def _reference_times(tools: dict[str, Callable[..., Any]], tool: str, prefill: int,
-                     samples: int) -> list[int]:
+                     blocks: int, per_block: int) -> list[int]:
+    """The same for the reference: a fresh middleware whose log holds ``prefill`` records for
+    each block."""
     from benchmarks.approaches.reference import build_middleware
     from benchmarks.worlds.base import CompSpec, World
 
@@ -257,37 +264,37 @@ def _reference_times(tools: dict[str, Callable[..., Any]], tool: str, prefill: i
 
     _W.compensations = {name: CompSpec("cancel", {"booking_id": "result.booking_id"})
                         for name in tools if name != "cancel"}
-    middleware, wrapped = build_middleware(_W(VirtualClock()), tools)
-    fill_reference_log(middleware, prefill)
-    fn = wrapped[tool].func
     times = []
-    for i in range(samples):
-        t0 = time.perf_counter_ns()
-        fn(passenger=f"t{i:06d}")
-        times.append(time.perf_counter_ns() - t0)
+    for b in range(blocks):
+        middleware, wrapped = build_middleware(_W(VirtualClock()), tools)
+        fill_reference_log(middleware, prefill)
+        fn = wrapped[tool].func
+        for i in range(per_block):
+            t0 = time.perf_counter_ns()
+            fn(passenger=f"t{b}-{i:04d}")
+            times.append(time.perf_counter_ns() - t0)
     return times
 
 
 def growth_log_size(quick: bool) -> dict[str, dict[str, dict[str, float]]]:
     """Per-call overhead (µs over the bare call) with 100 / 1,000 / 10,000 records already in
-    the run: ``{approach: {size: {median, p99, samples}}}``."""
+    the run: ``{approach: {size: {median, p99, samples}}}``. Blocks of 25 timed calls, each in
+    a fresh run (SQLite: one block of 50, a 10,000-record run takes 10,000 flushed calls)."""
     bare = _bare_ns(2000)
     sizes = GROWTH_LOG_SIZES[:2] if quick else GROWTH_LOG_SIZES
     out: dict[str, dict[str, dict[str, float]]] = {"rac-memory": {}, "rac-sqlite": {},
                                                    "reference": {}}
     with _tmpdir() as tmp:
         for n in sizes:
-            samples = 50 if quick else 200
-            engine = _engine("memory://")
-            out["rac-memory"][str(n)] = _summary(_rac_times(engine, "book", book, n, samples),
-                                                 bare)
-            engine = _engine(f"sqlite:///{tmp / f'g{n}.db'}")
-            out["rac-sqlite"][str(n)] = _summary(
-                _rac_times(engine, "book", book, n, samples // 4), bare)
-            engine.close()
+            blocks = 2 if quick else (8 if n < 10_000 else 3)
+            out["rac-memory"][str(n)] = _summary(
+                _rac_times(lambda: _engine("memory://"), "book", book, n, blocks, 25), bare)
+            out["rac-sqlite"][str(n)] = _summary(_rac_times(
+                lambda n=n: _engine(f"sqlite:///{tmp / f'g{n}-{time.time_ns()}.db'}"),
+                "book", book, n, 1, 50), bare)
             out["reference"][str(n)] = _summary(
                 _reference_times({"book": book, "cancel": cancel}, "book", n,
-                                 samples if n < 10_000 else samples // 4), bare)
+                                 blocks if n < 10_000 else 1, 25), bare)
     return out
 
 
@@ -296,17 +303,21 @@ def growth_tool_count(quick: bool) -> dict[str, dict[str, dict[str, float]]]:
     (memory store: the cost of the path, no disk): ``{approach: {count: {...}}}``."""
     bare = _bare_ns(2000)
     out: dict[str, dict[str, dict[str, float]]] = {"rac-memory": {}, "reference": {}}
-    samples = 200 if quick else 1000
+    blocks = 4 if quick else 20
     for count in GROWTH_TOOL_COUNTS:
         tools, comps = _tools(count)
         last = tools[count - 1]
-        engine = rac.RAC(compensations=comps, store="memory://", load_entrypoints=False,
-                         tools=tools, read_only=[])
+
+        def make(tools: list[Callable[..., Any]] = tools, comps: dict[str, Any] = comps
+                 ) -> rac.RAC:
+            return rac.RAC(compensations=comps, store="memory://", load_entrypoints=False,
+                           tools=tools, read_only=[])
+
         out["rac-memory"][str(count)] = _summary(
-            _rac_times(engine, last.__name__, last, 0, samples), bare)
+            _rac_times(make, last.__name__, last, 0, blocks, 25), bare)
         out["reference"][str(count)] = _summary(
             _reference_times({t.__name__: t for t in tools}, last.__name__, 0,
-                             samples // 5), bare)
+                             max(blocks // 4, 2), 25), bare)
     return out
 
 
@@ -322,6 +333,7 @@ def growth_result_size(quick: bool) -> dict[str, Any]:
         for label, size in GROWTH_RESULT_SIZES.items():
             value = prose_result(size)
             samples = (30 if quick else 100) if size < 1_000_000 else (10 if quick else 30)
+            blocks, per_block = max(samples // 25, 1), min(samples, 25)
 
             def big(passenger: str, _v: dict[str, Any] = value) -> dict[str, Any]:
                 return _v
@@ -339,15 +351,15 @@ def growth_result_size(quick: bool) -> dict[str, Any]:
                 json.dumps(value)
                 dumps.append(time.perf_counter_ns() - t0)
             out["json_dumps"][label] = round(percentile(dumps, 50) / 1000, 1)
-            engine = _engine("memory://")
-            out["rac-memory"][label] = _summary(_rac_times(engine, "book", big, 0, samples),
-                                                bare)
-            engine = _engine(f"sqlite:///{tmp / f's{label}.db'}")
-            out["rac-sqlite"][label] = _summary(_rac_times(engine, "book", big, 0, samples),
-                                                bare)
-            engine.close()
+            out["rac-memory"][label] = _summary(
+                _rac_times(lambda: _engine("memory://"), "book", big, 0, blocks, per_block),
+                bare)
+            out["rac-sqlite"][label] = _summary(_rac_times(
+                lambda label=label: _engine(f"sqlite:///{tmp / f's{label}-{time.time_ns()}.db'}"),
+                "book", big, 0, blocks, per_block), bare)
             out["reference"][label] = _summary(
-                _reference_times({"book": big, "cancel": cancel}, "book", 0, samples), bare)
+                _reference_times({"book": big, "cancel": cancel}, "book", 0, blocks, per_block),
+                bare)
             out["ratio_to_json_dumps"][label] = {
                 name: round(out[name][label]["median"] / max(out["json_dumps"][label], 0.1), 2)
                 for name in ("rac-memory", "rac-sqlite", "reference")}

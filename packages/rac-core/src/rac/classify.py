@@ -53,8 +53,11 @@ class Classification:
     unknown type, an error result nothing declared): it is ``ambiguous``, the call may have
     happened. ``final`` is True when a repeat would get the same answer (the server answered:
     an HTTP 4xx, an error result): the call is then not repeated even where a repeat is safe
-    (compensations are: an undo is worth another try). ``reason`` says what the verdict rests
-    on (it is written to the log).
+    (compensations are: an undo is worth another try). ``declared`` is True when a permanent
+    verdict rests only on a declaration that the error comes before any effect
+    (``errors_before_effect``): nothing happened, which says nothing of whether it would go
+    away, so an undo is tried again under ``compensation_retry``. ``reason`` says what the
+    verdict rests on (it is written to the log).
     """
 
     kind: ErrorKind
@@ -62,6 +65,7 @@ class Classification:
     reason: str = ""
     fallback: bool = False
     final: bool = False
+    declared: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, ErrorKind):
@@ -370,7 +374,8 @@ def default_classify(error: BaseException) -> Classification:
                                   "an error result that says it may be retried")
         if error.ambiguous is False:
             return Classification(ErrorKind.PERMANENT, None,
-                                  "an error result declared to come before any effect")
+                                  "an error result declared to come before any effect",
+                                  declared=True)
         return Classification(ErrorKind.AMBIGUOUS, None,
                               "an error result: the tool may have acted before it answered",
                               fallback=error.ambiguous is None, final=True)
@@ -393,7 +398,7 @@ def declared_before_effect(error: BaseException, declared: Iterable[type[BaseExc
         return verdict
     return Classification(ErrorKind.PERMANENT, None,
                           f"{type(error).__name__}: declared to come before any effect "
-                          "(errors_before_effect)")
+                          "(errors_before_effect)", declared=True)
 
 
 def default_detect_result_error(result: Any) -> ResultError | None:

@@ -304,7 +304,9 @@ def _call(run: Run, rec: Record, crec: Record, comp: Compensation, tool: Tool,
             return _done(run, rec, crec, got.value, tries,
                          note=f"already undone: {comp.tool} answered "
                               f"{type(got.error).__name__}: {error_text(got.error)}")
-        stop = cls.kind == "permanent" and not cls.fallback
+        # a declared rule that says permanent stops the retries; a declaration that the error
+        # came before any effect says nothing happened, and the undo is worth another try
+        stop = cls.kind == "permanent" and not cls.fallback and not cls.declared
         maybe_undone = cls.ambiguous and effect is Effect.UNSAFE
         why = ""
         if maybe_undone and lookup is not None:

@@ -111,29 +111,21 @@ class SemanticKernelHarness:
 
     def run_delegating_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step],
                             delegate: Sequence[Step], *, agent_id: str) -> TurnResult:
-        """An agent used as a tool: the parent's kernel function ``team-ask_booker`` awaits
-        another enabled agent's ``get_response`` (declared in ``delegates=``)."""
+        """An agent used as a tool, SK's own way: the booking agent added to the parent's
+        kernel as a plugin (``kernel.add_plugin(agent)``: a function awaiting its
+        ``get_response``), both enabled; RAC knows it for a delegation."""
 
         async def turn() -> TurnResult:
             booker_kernel = Kernel()
             booker_kernel.add_plugin(ConcurrentTravelPlugin(world), plugin_name="travel")
             booker = self._agent(engine, booker_kernel, ScriptedChatCompletion(_steps(delegate)),
-                                 f"{agent_id}-booker", len(delegate))
-
-            class Team:
-                @kernel_function(description="Ask the booking agent to book something.")
-                async def ask_booker(self, request: str) -> str:
-                    answer = await booker.get_response(messages=request)
-                    return str(answer.message.content)
-
+                                 "booker", len(delegate))
             kernel = Kernel()
             kernel.add_plugin(ConcurrentTravelPlugin(world), plugin_name="travel")
-            kernel.add_plugin(Team(), plugin_name="team")
+            kernel.add_plugin(booker, plugin_name="team")
             model = ScriptedChatCompletion([
-                [Call("team", "ask_booker", {"request": "Book ann's flight."})],
-                *_steps(script)])
-            agent = self._agent(engine, kernel, model, agent_id, len(script) + 1,
-                                delegates=["ask_booker"])
+                [Call("team", "booker", {"messages": "Book ann's flight."})], *_steps(script)])
+            agent = self._agent(engine, kernel, model, agent_id, len(script) + 1)
             response = await agent.get_response(messages="Book the trip.")
             return TurnResult(told=_told(model), final=str(response.message.content))
 

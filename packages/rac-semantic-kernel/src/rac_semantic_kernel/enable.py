@@ -69,7 +69,8 @@ def enable_rac(target: T, rac: RAC | None = None, *, agent_id: str | None = None
             ``plugin.function`` or the bare name. Such a call is not logged as a side effect
             of its own: the other agent's calls join this run, and when one fails for good
             the function's result carries RAC's report, so this agent's model hears what was
-            undone.
+            undone. An agent added to the kernel as a plugin (``kernel.add_plugin(agent)``,
+            SK's agent-as-function) is a delegation without being named.
 
     A plugin added after ``enable_rac`` is taken in at its first call. If a declaration
     concerning it names a compensator or alternative RAC cannot reach, that function's calls

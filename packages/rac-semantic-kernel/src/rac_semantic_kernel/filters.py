@@ -109,6 +109,8 @@ def in_runtime_task() -> bool:
     return True
 
 
+#: Where SK defines the kernel function an agent added to a kernel as a plugin is called by.
+_AGENT_MODULE = "semantic_kernel.agents.agent"
 #: What the model is told of a call RAC refused because its undo is not available.
 _NO_UNDO = ("RAC: not run: {name} could not be undone if the work failed later (its "
             "compensation is not available), so it was not called. Tell the user.")
@@ -349,7 +351,13 @@ class FunctionCallFilter:
         return agent_name(history) or self.agent_id
 
     def delegating(self, fn: Any) -> bool:
-        """True if ``fn`` hands work to another agent (named in ``delegates=``)."""
+        """True if ``fn`` hands work to another agent: an agent added to the kernel as a
+        plugin (SK's own agent-as-function, which awaits that agent's ``get_response``), or a
+        function named in ``delegates=``."""
+        method = getattr(fn, "method", None)
+        if getattr(method, "__module__", None) == _AGENT_MODULE \
+                and getattr(method, "__name__", None) == "_as_kernel_function":
+            return True
         if not self.delegates:
             return False
         names = {fn.fully_qualified_name, fn.name, f"{fn.plugin_name}.{fn.name}"}
@@ -396,6 +404,10 @@ class FunctionCallFilter:
                 and ctx.function.plugin_name not in CONTROL_PLUGINS:
             run = self.engine.current_run()
             if run is not None:
+                if self.delegating(ctx.function):  # another agent's calls are the calls
+                    with Delegation(run):
+                        await next(ctx)
+                    return
                 await self._direct(ctx, next, run)
                 return
         if slot is not None and slot[0] == full:

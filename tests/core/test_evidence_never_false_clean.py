@@ -7,8 +7,9 @@ effect, compensators that commit and then fail ambiguously (unsafe, idempotent, 
 own lookup), a lookup that meets a booking the passenger held before the run or whose rows RAC
 cannot read (bare ids, tuples, a result of the wrong shape), keyed tools given no key, None or
 an empty key, and an answer whose id is None or empty (the undo's argument would be empty).
-A sibling of the same model turn in flight (:func:`test_a_sibling_in_flight_is_never_credited_nor_lost`)
-is never credited to a call, and is undone or named once it returns. Checked against
+A sibling of the same model turn in flight
+(:func:`test_a_sibling_in_flight_is_never_credited_nor_lost`) is never credited to a call, and
+is undone or named once it returns. Checked against
 the travel world's own ledger (live bookings, and how often each was cancelled), every store
 write checked against the lifecycle tables.
 

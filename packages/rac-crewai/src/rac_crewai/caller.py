@@ -24,6 +24,7 @@ from typing import Any
 from crewai.hooks.dispatch import InterceptionPoint, get_scoped_hooks, scoped_hooks
 from crewai.tools.agent_tools.base_agent_tools import BaseAgentTool
 
+from rac.adapters import Delegation
 from rac_crewai.turns import turn_of
 
 
@@ -70,6 +71,9 @@ _GROUP: ContextVar[Group | None] = ContextVar("rac_crewai_group", default=None)
 _CALLER: ContextVar[str | None] = ContextVar("rac_crewai_caller", default=None)
 _TURN: ContextVar[str | None] = ContextVar("rac_crewai_turn", default=None)
 _CONTEXT: ContextVar[Any] = ContextVar("rac_crewai_call_context", default=None)
+#: The delegation under way in this context, with CrewAI's hook context of its call.
+_DELEGATION: ContextVar[tuple[Delegation, Any] | None] = ContextVar(
+    "rac_crewai_delegation", default=None)
 
 
 def note_caller(context: Any) -> None:
@@ -84,10 +88,31 @@ def note_caller(context: Any) -> None:
     if _is_delegation(context):
         if turn is not None:  # the coworker's work: in the batch of the manager's turn
             _GROUP.set(Group(turn, delegator=agent))
+        # What the coworker's calls that fail for good are told, the delegator hears too
+        # (answer_delegation, right after the call, in this context).
+        _DELEGATION.set((Delegation().__enter__(), context))
     else:
         group = _GROUP.get()
         if group is not None and group.delegator is agent:
             _GROUP.set(None)  # the delegating agent's own call, after the delegation
+
+
+def answer_delegation(context: Any) -> str | None:
+    """``post_tool_call`` hook: a delegation's answer (the coworker's) followed by what RAC
+    told the coworker of a rollback, so the delegating agent's model hears what was undone
+    whatever the coworker answers (:class:`rac.adapters.Delegation`); None (the answer as it
+    is) for any other call, or when nothing failed."""
+    under_way = _DELEGATION.get()
+    # CrewAI makes a new hook context for the post hook, of the same tool object
+    if under_way is None or getattr(under_way[1], "tool", None) is not getattr(
+            context, "tool", None):
+        return None
+    delegation = under_way[0]
+    delegation.__exit__(None, None, None)
+    _DELEGATION.set(None)
+    text = context.tool_result if isinstance(context.tool_result, str) else ""
+    answered = delegation.answer(text)
+    return answered if answered != text else None
 
 
 def current_group() -> Group | None:
@@ -128,15 +153,17 @@ def crew_hooks(*extra: tuple[InterceptionPoint, Callable[[Any], Any]]) -> Iterat
     enclosing RAC scope's: a hook already there is not added twice), and forget the caller and
     turn afterwards."""
     hooks = {point: get_scoped_hooks(point) for point in InterceptionPoint}
-    for point, hook in ((InterceptionPoint.PRE_TOOL_CALL, note_caller), *extra):
+    for point, hook in ((InterceptionPoint.PRE_TOOL_CALL, note_caller),
+                        (InterceptionPoint.POST_TOOL_CALL, answer_delegation), *extra):
         if hook not in hooks[point]:
             hooks[point].append(hook)
     caller, turn, call = _CALLER.set(None), _TURN.set(None), _CONTEXT.set(None)
-    group = _GROUP.set(_GROUP.get())
+    group, delegation = _GROUP.set(_GROUP.get()), _DELEGATION.set(None)
     try:
         with scoped_hooks(hooks):
             yield
     finally:
+        _DELEGATION.reset(delegation)
         _GROUP.reset(group)
         _CONTEXT.reset(call)
         _TURN.reset(turn)

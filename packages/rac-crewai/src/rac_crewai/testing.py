@@ -171,6 +171,23 @@ class ConformanceHarness:
         out = crew.kickoff()
         return TurnResult(told(llm), str(getattr(out, "raw", out)))
 
+    def run_delegating_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                            delegate: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """The agent (``allow_delegation=True``) first hands the flight to a coworker of its
+        crew with CrewAI's "Delegate work to coworker"; the coworker's model plays
+        ``delegate`` with the world's tools, then the agent's plays ``script``."""
+        llm = ScriptedLLM([[("delegate_work_to_coworker", {
+            "task": "Book ann's flight SFO-CDG.", "context": "ann flies SFO to CDG",
+            "coworker": "booker"})], *script])
+        agent = Agent(role=agent_id, goal="book trips", backstory="careful", llm=llm,
+                      tools=world_tools(world), allow_delegation=True, max_iter=20)
+        booker = Agent(role="booker", goal="book what is asked", backstory="careful",
+                       llm=ScriptedLLM(list(delegate)), tools=world_tools(world), max_iter=20)
+        task = Task(description="Book my trip", expected_output="the bookings", agent=agent)
+        crew = enable_rac(Crew(agents=[agent, booker], tasks=[task]), engine)
+        out = crew.kickoff()
+        return TurnResult(told(llm), str(getattr(out, "raw", out)))
+
     def call_around_hook(self, engine: rac.RAC, world: TravelWorld,
                          call: tuple[str, dict[str, Any]], *, agent_id: str) -> Any:
         """A tool of an enabled crew called directly (``tool.run(...)``), as application code

@@ -12,9 +12,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from crewai import Agent, Crew, Task
+from crewai.flow.flow import Flow, start
+from crewai.flow.persistence import SQLiteFlowPersistence, persist
 from crewai.hooks.dispatch import HookAborted
 from crewai.hooks.tool_hooks import (
     ToolCallHookContext,
@@ -96,6 +99,8 @@ def told(llm: ScriptedLLM) -> list[Told]:
     return list(out.values())
 
 
+#: The state id of the harness's ``@persist`` Flow.
+PERSISTED_STATE = "conformance-turn"
 #: How CrewAI's executor starts the text it gives the model for a tool that raised.
 CREWAI_ERROR_TEXT = "Error executing tool"
 #: What :func:`handle_tool_errors` answers for a tool that raised.
@@ -170,6 +175,34 @@ class ConformanceHarness:
                                extra=[tool("get_booking")(world.get_booking)])
         out = crew.kickoff()
         return TurnResult(told(llm), str(getattr(out, "raw", out)))
+
+    def _persisted(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                   agent_id: str, state_path: Path) -> TurnResult:
+        crew, llm = self._crew(engine, world, script, agent_id)
+
+        @persist(SQLiteFlowPersistence(str(state_path)))
+        class TurnFlow(Flow):  # type: ignore[type-arg]
+            @start()
+            def turn(self) -> str:
+                out = crew.kickoff()
+                return str(getattr(out, "raw", out))
+
+        flow = enable_rac(TurnFlow(), engine)
+        out = flow.kickoff(inputs={"id": PERSISTED_STATE})
+        return TurnResult(told(llm), str(out))
+
+    def run_persisted_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                           *, agent_id: str, state_path: Path) -> TurnResult:
+        """The turn as the one method of a ``@persist`` Flow (``SQLiteFlowPersistence`` at
+        ``state_path``), kicked off on the state :data:`PERSISTED_STATE`."""
+        return self._persisted(engine, world, script, agent_id, state_path)
+
+    def resume_persisted_turn(self, engine: rac.RAC, world: TravelWorld,
+                              script: Sequence[Step], *, agent_id: str,
+                              state_path: Path) -> TurnResult:
+        """The same Flow kicked off again on the same state, as its users resume it after a
+        crash: it carries on the crashed run (:mod:`rac_crewai.persisted`)."""
+        return self._persisted(engine, world, script, agent_id, state_path)
 
     def run_delegating_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
                             delegate: Sequence[Step], *, agent_id: str) -> TurnResult:

@@ -9,14 +9,17 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import tools_condition
 
 import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, VirtualClock
 from rac_langgraph.testing import ScriptedModel, call, say, turn, world_tools
 from rac_langgraph.testing import scripted_model as model
 
-__all__ = ["CAR", "FLIGHT", "HOTEL", "LosesSteps", "ScriptedModel", "actions", "call", "engine", "errors",
-           "model", "records", "say", "tool_messages", "turn", "world_tools"]
+__all__ = ["CAR", "FLIGHT", "HOTEL", "TRAVEL_COMPENSATIONS", "LosesSteps", "ScriptedModel",
+           "actions", "agent_graph", "call", "engine", "errors", "model", "records", "say",
+           "tool_messages", "turn", "world_tools"]
 
 #: The trip's calls, as the tests' scripted models make them.
 FLIGHT = {"passenger": "ann", "origin": "LHR", "dest": "CDG"}
@@ -32,6 +35,23 @@ def engine(**kw: Any) -> rac.RAC:
     kw.setdefault("clock", VirtualClock())
     kw.setdefault("load_entrypoints", False)
     return rac.RAC(**kw)
+
+
+def agent_graph(m: Any, tools: Any, *, checkpointer: Any = None, retry_policy: Any = None,
+                **compile_kw: Any) -> Any:
+    """The hand-built agent graph of the tests: a model node (``m`` on the messages) and the
+    tool node ``tools`` (a RAC ``tool_node``, or any node, retried by ``retry_policy``),
+    looping until the model answers without a tool call."""
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [m.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", tools, retry_policy=retry_policy)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer, **compile_kw)
 
 
 def tool_messages(messages: Sequence[BaseMessage]) -> list[ToolMessage]:

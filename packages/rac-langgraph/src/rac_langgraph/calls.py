@@ -4,7 +4,9 @@ for hand-built graphs."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -17,7 +19,7 @@ from pydantic import ValidationError
 import rac
 from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
 from rac.events import emit
-from rac.models import RecordStatus
+from rac.models import RecordKind, RecordStatus
 from rac.run import Reconciled
 from rac.run.reconcile import ABSENT, FOUND
 from rac_langgraph import approvals, pregel
@@ -94,7 +96,8 @@ class RACToolCalls:
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
             return execute_(request)
         agent = self._agent(request)
-        run = self._opened()
+        nest = self._nest()
+        run = nest.run if nest is not None else self._opened()
         explicit = run is not None
         if run is None:
             runtime = request.runtime
@@ -103,10 +106,10 @@ class RACToolCalls:
         self._offer(run, request, agent)
         call = request.tool_call
         requested = call["name"]
-        earlier = self._earlier(run, request)
+        earlier = self._earlier(run, request, agent)
         if isinstance(earlier, _Doubt):
             seen = run.settle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
-            earlier = self._settled(run, request, earlier.record, seen)
+            earlier = self._settled(run, request, earlier.record, seen, agent)
         if earlier is not None:
             self._step_done(run, explicit)
             return earlier
@@ -120,17 +123,30 @@ class RACToolCalls:
 
             def via(a: dict[str, Any]) -> Any:
                 guard = _Guard(other)
-                return held.keep(execute_(_for_tool(request, guard, a)), request, guard)
+                token = _NEST.set(_Nest(run, name, call.get("id")))
+                try:
+                    result = execute_(_for_tool(request, guard, a))
+                finally:
+                    _NEST.reset(token)
+                return held.keep(result, request, guard)
             return via
 
         def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
-            return held.own(execute_(_with_args(request, a, guard)), request, run, guard)
+            token = _NEST.set(_Nest(run, requested, call.get("id")))
+            try:
+                result = execute_(_with_args(request, a, guard))
+            finally:
+                _NEST.reset(token)
+            return held.own(result, request, run, guard)
 
         invoke = route(run, requested, own, through=through, direct=held.direct(request),
                        hint=_HINT)
         note = ""
+        scope = nest.join() if nest is not None else None
         try:
+            if scope is not None:
+                scope.__enter__()
             if requested in self.engine.registry.irreversible:
                 verdict, note = self._approval(request)
                 with approvals.decided(requested, call["args"], verdict):
@@ -142,8 +158,10 @@ class RACToolCalls:
         except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
             return refused.reply  # type: ignore[no-any-return]
         finally:
+            if scope is not None:  # left as it was entered: the call's failure was handled
+                scope.__exit__(None, None, None)
             self._step_done(run, explicit)
-        return self._answer(run, outcome, request, held, note)
+        return self._answer(run, outcome, request, held, agent, note)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
@@ -151,7 +169,8 @@ class RACToolCalls:
         if request.tool is None:
             return await execute_(request)
         agent = self._agent(request)
-        run = self._opened()
+        nest = self._nest()
+        run = nest.run if nest is not None else self._opened()
         explicit = run is not None
         if run is None:
             runtime = request.runtime
@@ -160,10 +179,10 @@ class RACToolCalls:
         self._offer(run, request, agent)
         call = request.tool_call
         requested = call["name"]
-        earlier = self._earlier(run, request)
+        earlier = self._earlier(run, request, agent)
         if isinstance(earlier, _Doubt):
             seen = await run.asettle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
-            earlier = self._settled(run, request, earlier.record, seen)
+            earlier = self._settled(run, request, earlier.record, seen, agent)
         if earlier is not None:
             await self._astep_done(run, explicit)
             return earlier
@@ -177,18 +196,30 @@ class RACToolCalls:
 
             async def via(a: dict[str, Any]) -> Any:
                 guard = _Guard(other)
-                return held.keep(await execute_(_for_tool(request, guard, a)), request, guard)
+                token = _NEST.set(_Nest(run, name, call.get("id")))
+                try:
+                    result = await execute_(_for_tool(request, guard, a))
+                finally:
+                    _NEST.reset(token)
+                return held.keep(result, request, guard)
             return via
 
         async def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
-            return held.own(await execute_(_with_args(request, a, guard)), request, run,
-                            guard)
+            token = _NEST.set(_Nest(run, requested, call.get("id")))
+            try:
+                result = await execute_(_with_args(request, a, guard))
+            finally:
+                _NEST.reset(token)
+            return held.own(result, request, run, guard)
 
         ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
                          hint=_HINT)
         note = ""
+        scope = nest.join() if nest is not None else None
         try:
+            if scope is not None:
+                scope.__enter__()
             if requested in self.engine.registry.irreversible:
                 verdict, note = self._approval(request)
                 with approvals.decided(requested, call["args"], verdict):
@@ -201,8 +232,10 @@ class RACToolCalls:
         except CallRefused as refused:
             return refused.reply  # type: ignore[no-any-return]
         finally:
+            if scope is not None:
+                scope.__exit__(None, None, None)
             await self._astep_done(run, explicit)
-        return self._answer(run, outcome, request, held, note)
+        return self._answer(run, outcome, request, held, agent, note)
 
     # -- turns --------------------------------------------------------------------------------
     async def _astep_done(self, run: rac.Run, explicit: bool) -> None:
@@ -235,6 +268,12 @@ class RACToolCalls:
         name = metadata.get("lc_agent_name") if metadata else None
         return str(name) if name else self.engine.agent_id
 
+    def _nest(self) -> _Nest | None:
+        """The tool call of this engine this agent's invocation runs inside (an agent used as
+        a tool), if any: its calls join that call's run, in a nested scope."""
+        nest = _NEST.get()
+        return nest if nest is not None and nest.run.engine is self.engine else None
+
     def _opened(self) -> rac.Run | None:
         """The run of this engine the caller opened around the invocation (it takes
         precedence over the turn's), if any."""
@@ -248,22 +287,25 @@ class RACToolCalls:
             self.turns.offer_tools(run, tools, agent)
 
     # -- exactly once ---------------------------------------------------------------------------
-    def _earlier(self, run: rac.Run, request: ToolCallRequest) -> ToolResult | _Doubt | None:
+    def _earlier(self, run: rac.Run, request: ToolCallRequest, agent: str
+                 ) -> ToolResult | _Doubt | None:
         """The answer a call the turn already made gets again (a resumed or retried graph
         repeats it): the answer given, or the logged result; a call a crash interrupted is
         not run again but named in doubt, or, if its tool declares a lookup, handed back to
-        be settled by it (:class:`_Doubt`). None for a new call (or a repeatable tool)."""
+        be settled by it (:class:`_Doubt`). None for a new call (or a repeatable tool). A
+        call is its ``tool_call_id`` among the calls of its agent (``agent``): the agents of
+        one run (a supervisor's workers, an agent used as a tool) may use the same ids."""
         call = request.tool_call
         name = call["name"]
         if name in self.repeatable:
             return None
         turns = self.turns
         call_id = call.get("id")
-        prior = turns.answered(run, call_id)
+        prior = turns.answered(run, call_id, agent)
         if prior is not None:
             emit("rac_langgraph.replayed", run_id=run.run_id, tool=name, tool_call_id=call_id)
             return prior  # type: ignore[no-any-return]
-        rec = turns.logged_call(run, call_id, name, call["args"], request.state)
+        rec = turns.logged_call(run, call_id, name, call["args"], request.state, agent)
         if rec is None:
             return None
         if rec.status in _UNSETTLED:
@@ -277,7 +319,7 @@ class RACToolCalls:
         return self._told(run, request, _undone_text(rec), error=True)
 
     def _settled(self, run: rac.Run, request: ToolCallRequest, rec: rac.Record,
-                 seen: Reconciled) -> ToolResult | None:
+                 seen: Reconciled, agent: str) -> ToolResult | None:
         """The answer to a call in doubt that its lookup settled (see
         :meth:`rac.Run.settle`): the effect found, as the tool's result; None when it is
         known not to have happened (the call then runs); else the call is still in doubt."""
@@ -287,7 +329,7 @@ class RACToolCalls:
             return None
         if seen.verdict == FOUND:
             reply = self._told(run, request, _content(seen.result), error=False)
-            self.turns.answer(run, request.tool_call.get("id"), reply)
+            self.turns.answer(run, request.tool_call.get("id"), reply, agent)
             return reply
         return self._told(run, request, _in_doubt_text(rec, seen.reason), error=True)
 
@@ -315,12 +357,12 @@ class RACToolCalls:
         return approvals.ask(name, call["args"], call.get("id"))
 
     def _answer(self, run: rac.Run, outcome: rac.CallOutcome, request: ToolCallRequest,
-                held: _Held, note: str = "") -> ToolResult:
+                held: _Held, agent: str, note: str = "") -> ToolResult:
         reply = _reply(outcome, request, held)
         if note and outcome.refused and isinstance(reply, ToolMessage):
             reply = reply.model_copy(update={"content": f"{reply.content} {note}"})
         if outcome.ok and not outcome.undone:
-            self.turns.answer(run, request.tool_call.get("id"), reply)
+            self.turns.answer(run, request.tool_call.get("id"), reply, agent)
         if not outcome.ok and isinstance(reply, ToolMessage) and run.status in ROLLED_BACK:
             reply.response_metadata[TOLD_KEY] = run.run_id  # the model hears of the rollback
         rolled_back = self.turns.take_note(run)
@@ -340,6 +382,8 @@ class RACToolCalls:
         (default: LangGraph's ``get_config()``). ``RACMiddleware(tell_model=True)`` calls it
         before each model call; in a hand-built graph, call it at the start of the model
         node and put the text before the messages."""
+        if self._nest() is not None:
+            return None  # an agent used as a tool: its parent's turn is told
         if config is None:
             config = get_config()
         return self.turns.resumed_note(config, self._agent_of(config), state)
@@ -347,6 +391,8 @@ class RACToolCalls:
     async def arollback_notice(self, config: Mapping[str, Any] | None = None,
                                state: Any = None) -> str | None:
         """:meth:`rollback_notice` for the async path (async checkpointers)."""
+        if self._nest() is not None:
+            return None
         if config is None:
             config = get_config()
         return await self.turns.aresumed_note(config, self._agent_of(config), state)
@@ -368,6 +414,57 @@ class RACToolCalls:
     def close(self) -> None:
         """Finish and forget every run the engine's LangGraph adapters opened."""
         self.turns.close()
+
+
+class _Nest:
+    """A tool call under way in this context (its run, tool and ``tool_call_id``). An agent
+    under RAC on the same engine that the tool invokes (a compiled graph used as a tool) joins
+    the call's run in a nested scope of its own, opened when its first call comes: a failure
+    of the agent's calls rolls back that scope first (what the agent did), and a later
+    failure of the parent's turn rolls back everything, the agent's calls too, newest first.
+    The call itself is then marked read-only in the log (see :func:`_as_agent_call`)."""
+
+    __slots__ = ("call_id", "lock", "run", "scope_id", "tool")
+
+    def __init__(self, run: rac.Run, tool: str, call_id: str | None) -> None:
+        self.run = run
+        self.tool = tool
+        self.call_id = call_id
+        self.scope_id: str | None = None
+        self.lock = threading.Lock()
+
+    def join(self) -> rac.Scope:
+        """The nested scope of the agent's calls (one object per call: a scope is entered in
+        one context at a time)."""
+        if self.scope_id is None:
+            with self.lock:
+                if self.scope_id is None:
+                    sid = self.run.scope().scope_id
+                    _as_agent_call(self.run, self.tool, self.call_id, sid)
+                    self.scope_id = sid
+        return rac.Scope(self.run, self.scope_id)
+
+
+#: The RAC tool call running in this context, if any (see :class:`_Nest`).
+_NEST: ContextVar[_Nest | None] = ContextVar("rac_langgraph_call", default=None)
+
+
+def _as_agent_call(run: rac.Run, tool: str, call_id: str | None, scope: str) -> None:
+    """A call whose tool runs an agent under RAC: its effects are that agent's calls, each
+    logged in ``scope`` and undone by its own compensator, so the call itself is marked
+    read-only (a rollback does not name it "cannot be undone" beside the calls it undid). Only a
+    call that has no undo of its own and is not irreversible is marked: a declared
+    compensation keeps it, and ``irreversible`` keeps its approval's meaning."""
+    with run.lock:
+        rec = next((r for r in reversed(run.log.records.values())
+                    if r.kind is RecordKind.ACTION and r.status is RecordStatus.PENDING
+                    and r.tool == tool and (not call_id or r.call_id == call_id)), None)
+        if rec is None or rec.read_only or rec.compensable \
+                or tool in run.engine.registry.irreversible:
+            return
+        run.log.update(rec, read_only=True,
+                       note=f"runs an agent: its effects are the calls of scope {scope}")
+    emit("rac_langgraph.agent_call", run_id=run.run_id, seq=rec.seq, tool=tool, scope=scope)
 
 
 def _content(value: Any) -> str:

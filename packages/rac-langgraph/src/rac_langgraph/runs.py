@@ -181,7 +181,8 @@ class TurnRuns(RunRegistry[TurnKey]):
         self._invocations: OrderedDict[Any, str] = OrderedDict()
         #: thread id -> the key of its newest turn in this process (for :meth:`end_turn`)
         self._latest: OrderedDict[str, TurnKey] = OrderedDict()
-        self._answers: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        #: (run id, agent id, tool call id) -> the answer the call got in this process
+        self._answers: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         #: run id -> action records of a run found in the log, not matched to a call yet
         self._logged: dict[str, list[rac.Record]] = {}
         #: first checkpoints of new turns checked for an earlier turn's rollback
@@ -434,19 +435,19 @@ class TurnRuns(RunRegistry[TurnKey]):
         return anchor
 
     # -- exactly-once answers ------------------------------------------------------------------
-    def answered(self, run: rac.Run, call_id: str | None) -> Any:
-        """The answer this process gave to ``call_id`` in ``run``, or None."""
+    def answered(self, run: rac.Run, call_id: str | None, agent: str) -> Any:
+        """The answer this process gave to ``agent``'s call ``call_id`` in ``run``, or None."""
         if call_id is None:
             return None
-        return self._answers.get((run.run_id, call_id))
+        return self._answers.get((run.run_id, agent, call_id))
 
     def logged_call(self, run: rac.Run, call_id: str | None, tool: str,
-                    args: Mapping[str, Any], state: Any) -> rac.Record | None:
+                    args: Mapping[str, Any], state: Any, agent: str) -> rac.Record | None:
         """The logged outcome of a call that a run read from the log already made (a resumed
         graph repeats it), or None for a new call.
 
-        A call is its ``tool_call_id`` (:attr:`rac.Record.call_id`): two identical calls of a
-        turn are two calls, and both run. A logged call whose id no message of ``state``
+        A call is its ``tool_call_id`` (:attr:`rac.Record.call_id`) among ``agent``'s calls:
+        two identical calls of a turn are two calls, and both run. A logged call whose id no message of ``state``
         holds any more (the step that made it was lost with the checkpoint, and the model,
         asked again, made it anew) is matched by tool and arguments. The record returned is
         the call's last (an alternative's, if one replaced the tool); in a run that was not
@@ -456,19 +457,21 @@ class TurnRuns(RunRegistry[TurnKey]):
             return None
         rolled_back = run.run_id in self._rolled_back
         with self._memo_lock:
-            mine = [r for r in logged if call_id and r.call_id == call_id]
+            mine = [r for r in logged
+                    if call_id and r.call_id == call_id and r.agent_id == agent]
             if not mine:
                 wanted = dict(args)
                 present: set[str] | None = None
                 for rec in logged:
-                    if rec.tool != tool or rec.args != wanted:
+                    if rec.tool != tool or rec.args != wanted or rec.agent_id != agent:
                         continue
                     if rec.call_id:
                         if present is None:
                             present = _call_ids(state)
                         if rec.call_id in present:
                             continue  # another call of the turn's messages: not this one
-                        mine = [r for r in logged if r.call_id == rec.call_id]
+                        mine = [r for r in logged
+                                if r.call_id == rec.call_id and r.agent_id == agent]
                     else:
                         mine = [rec]
                     break
@@ -496,12 +499,13 @@ class TurnRuns(RunRegistry[TurnKey]):
         with self._memo_lock:
             return self._notes.pop(run.run_id, None)
 
-    def answer(self, run: rac.Run, call_id: str | None, reply: Any) -> None:
-        """Remember the answer a completed call got (bounded: least recently used out)."""
+    def answer(self, run: rac.Run, call_id: str | None, reply: Any, agent: str) -> None:
+        """Remember the answer ``agent``'s completed call got (bounded: least recently used
+        out)."""
         if call_id is None:
             return
         with self._memo_lock:
-            self._answers[(run.run_id, call_id)] = reply
+            self._answers[(run.run_id, agent, call_id)] = reply
             while len(self._answers) > 16 * self.limit:
                 self._answers.popitem(last=False)
 

@@ -22,10 +22,8 @@ invocation (``with engine.run(): graph.invoke(...)``) takes precedence over both
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -43,8 +41,8 @@ TurnKey = tuple[str | None, str, Any]
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 #: How long a step waits, at most, for LangGraph to save the checkpoint it runs from (saves run
-#: in the background with ``durability="async"``), in seconds; then the turn is found in this
-#: process only.
+#: in the background with ``durability="async"``), in seconds of the engine's clock; then the
+#: turn is found in this process only (once per invocation: its later steps know its anchor).
 _SAVE_WAIT = 30.0
 #: How many saved checkpoints older than a step's unsaved one are read at most.
 _LIST_LIMIT = 64
@@ -316,10 +314,11 @@ class TurnRuns(RunRegistry[TurnKey]):
             if own is not None:
                 return own
             if wait and _may_be_saved(config):
-                deadline = time.monotonic() + _SAVE_WAIT
+                clock = self.engine.clock
+                deadline = clock.now() + _SAVE_WAIT
                 pause = 0.0005
-                while found is None and time.monotonic() < deadline:
-                    time.sleep(pause)
+                while found is None and clock.now() < deadline:
+                    clock.sleep(pause)
                     pause = min(pause * 2, 0.05)
                     found = saver.get_tuple(lookup)
                     if found is None:  # a saver that keeps only inputs: the input may come
@@ -359,10 +358,11 @@ class TurnRuns(RunRegistry[TurnKey]):
             if own is not None:
                 return own
             if wait and _may_be_saved(config):
-                deadline = time.monotonic() + _SAVE_WAIT
+                clock = self.engine.clock
+                deadline = clock.now() + _SAVE_WAIT
                 pause = 0.0005
-                while found is None and time.monotonic() < deadline:
-                    await asyncio.sleep(pause)
+                while found is None and clock.now() < deadline:
+                    await clock.asleep(pause)
                     pause = min(pause * 2, 0.05)
                     found = await saver.aget_tuple(lookup)
                     if found is None:  # a saver that keeps only inputs: the input may come

@@ -14,8 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
+from langgraph.graph import MessagesState
 from langgraph.types import Command, RetryPolicy, interrupt
 
 import rac
@@ -27,20 +26,7 @@ from rac.testing import (
     assert_no_live_effects,
 )
 from rac_langgraph import RACMiddleware, tool_node
-from tests.adapters.langgraph.support import (
-    CAR,
-    FLIGHT,
-    HOTEL,
-    actions,
-    call,
-    engine,
-    errors,
-    model,
-    records,
-    say,
-    turn,
-    world_tools,
-)
+from tests.adapters.langgraph import support as lg
 
 
 def _sqlite_engine(path: Path) -> rac.RAC:
@@ -53,10 +39,10 @@ def test_an_invocation_without_a_human_message_is_a_turn_of_its_own() -> None:
     previous turn's completed booking."""
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
-    m = model(turn(call("book_flight", **FLIGHT)), say("flight booked"),
-              turn(call("book_car", **CAR)), say("no car"))
-    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
+    eng = lg.engine()
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)), lg.say("flight booked"),
+                 lg.turn(lg.call("book_car", **lg.CAR)), lg.say("no car"))
+    agent = create_agent(m, lg.world_tools(world), middleware=[RACMiddleware(rac=eng)],
                          checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-system"}}
     agent.invoke({"messages": [("user", "book a flight")]}, cfg)
@@ -65,10 +51,10 @@ def test_an_invocation_without_a_human_message_is_a_turn_of_its_own() -> None:
     assert [b["kind"] for b in world.live()] == ["flight"]
     runs = {i.run_id: i.status for i in eng.store.list_runs()}
     assert sorted(map(str, runs.values())) == ["compensated", "completed"]
-    by_tool = {r.tool: r for r in records(eng)}
+    by_tool = {r.tool: r for r in lg.records(eng)}
     assert by_tool["book_flight"].status is rac.RecordStatus.COMPLETED
     assert by_tool["book_flight"].run_id != by_tool["book_car"].run_id
-    [report] = errors(m.seen[-1])
+    [report] = lg.errors(m.seen[-1])
     assert "cancel_flight" not in report.content
 
 
@@ -86,15 +72,9 @@ def _approved_hotel(world: TravelWorld) -> BaseTool:
 def _hand_built_graph(world: TravelWorld, m: Any, eng: rac.RAC, saver: Any) -> Any:
     """A StateGraph whose one ToolNode runs all the calls of a model message in one task:
     LangGraph re-runs the whole node when it resumes after an interrupt in one of them."""
-    tools = [*world_tools(world, ["book_flight", "cancel_flight", "cancel_hotel", "book_car",
-                                  "cancel_car"]), _approved_hotel(world)]
-    graph = StateGraph(MessagesState)
-    graph.add_node("model", lambda state: {"messages": [m.invoke(state["messages"])]})
-    graph.add_node("tools", tool_node(tools, rac=eng))
-    graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
-    graph.add_edge("tools", "model")
-    return graph.compile(checkpointer=saver)
+    tools = [*lg.world_tools(world, ["book_flight", "cancel_flight", "cancel_hotel", "book_car",
+                                     "cancel_car"]), _approved_hotel(world)]
+    return lg.agent_graph(m, tool_node(tools, rac=eng), checkpointer=saver)
 
 
 def test_resume_in_a_fresh_process_continues_the_turn_and_never_repeats_a_booking(
@@ -107,25 +87,25 @@ def test_resume_in_a_fresh_process_continues_the_turn_and_never_repeats_a_bookin
     world.fail("book_car", "permanent", message="no cars left")
     log, checkpoints = tmp_path / "rac.db", tmp_path / "threads.db"
     cfg: Any = {"configurable": {"thread_id": "t-restart"}}
-    script = [turn(call("book_flight", **FLIGHT), call("book_hotel", **HOTEL)),
-              turn(call("book_car", **CAR)), say("no car: everything is undone")]
+    script = [lg.turn(lg.call("book_flight", **lg.FLIGHT), lg.call("book_hotel", **lg.HOTEL)),
+              lg.turn(lg.call("book_car", **lg.CAR)), lg.say("no car: everything is undone")]
 
     with sqlite3.connect(checkpoints, check_same_thread=False) as conn:
-        first = _hand_built_graph(world, model(*script), _sqlite_engine(log),
+        first = _hand_built_graph(world, lg.model(*script), _sqlite_engine(log),
                                   SqliteSaver(conn))
         out = first.invoke({"messages": [HumanMessage("trip", id="h-1")]}, cfg)
     assert out["__interrupt__"][0].value == {"approve": "2 nights in Paris"}
     assert world.calls["book_flight"] == 1
 
     eng = _sqlite_engine(log)  # "the fresh process"
-    m = model(*script[1:])
+    m = lg.model(*script[1:])
     with sqlite3.connect(checkpoints, check_same_thread=False) as conn:
         graph = _hand_built_graph(world, m, eng, SqliteSaver(conn))
         out = graph.invoke(Command(resume="yes"), cfg)
 
     assert world.calls["book_flight"] == 1  # answered from the log, not booked again
     [info] = eng.store.list_runs()  # one turn, one run, across the restart
-    assert sorted(actions(eng.store.get_records(info.run_id))) == [
+    assert sorted(lg.actions(eng.store.get_records(info.run_id))) == [
         ("book_car", "failed"), ("book_flight", "compensated"), ("book_hotel", "compensated"),
         ("book_hotel", "failed")]  # the hotel's first attempt paused for approval
     assert_no_live_effects(world)
@@ -138,8 +118,8 @@ def test_a_node_retried_by_langgraph_books_once() -> None:
     """A tool node whose step fails after its tools ran is retried by LangGraph's retry
     policy with the same tool calls: RAC answers them from the first run, booking once."""
     world = TravelWorld()
-    eng = engine()
-    node = tool_node(world_tools(world, ["book_flight", "cancel_flight"]), rac=eng)
+    eng = lg.engine()
+    node = tool_node(lg.world_tools(world, ["book_flight", "cancel_flight"]), rac=eng)
     lost = [True]
 
     def tools(state: MessagesState, config: RunnableConfig) -> Any:
@@ -148,19 +128,14 @@ def test_a_node_retried_by_langgraph_books_once() -> None:
             raise ConnectionError("the step's result was lost")
         return out
 
-    m = model(turn(call("book_flight", **FLIGHT)), say("booked"))
-    graph = StateGraph(MessagesState)
-    graph.add_node("model", lambda state: {"messages": [m.invoke(state["messages"])]})
-    graph.add_node("tools", tools, retry_policy=RetryPolicy(retry_on=ConnectionError,
-                                                            max_attempts=2))
-    graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
-    graph.add_edge("tools", "model")
-    out = graph.compile(checkpointer=InMemorySaver()).invoke(
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)), lg.say("booked"))
+    graph = lg.agent_graph(m, tools, checkpointer=InMemorySaver(),
+                           retry_policy=RetryPolicy(retry_on=ConnectionError, max_attempts=2))
+    out = graph.invoke(
         {"messages": [("user", "trip")]}, {"configurable": {"thread_id": "t-retry"}})
     assert world.calls["book_flight"] == 1
     assert [b["kind"] for b in world.live()] == ["flight"]
-    assert [r.tool for r in records(eng)] == ["book_flight"]
+    assert [r.tool for r in lg.records(eng)] == ["book_flight"]
     assert "FL-101" in str(out["messages"][2].content)
 
 
@@ -169,7 +144,7 @@ def test_a_command_result_is_read_by_its_tool_call_id() -> None:
     answering the call, so the rollback cancels the hotel with the hotel's own booking id."""
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
+    eng = lg.engine()
 
     @tool
     def book_hotel(guest: str, city: str, nights: int,
@@ -182,14 +157,15 @@ def test_a_command_result_is_read_by_its_tool_call_id() -> None:
                              tool_call_id=tool_call_id, name="book_hotel")
         return Command(update={"messages": [history, answer]})
 
-    m = model(turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
-              turn(call("book_car", **CAR)), say("sorry"))
-    tools = [*world_tools(world, ["book_flight", "cancel_flight", "cancel_hotel", "book_car",
-                                  "cancel_car"]), book_hotel]
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_hotel", **lg.HOTEL)),
+                 lg.turn(lg.call("book_car", **lg.CAR)), lg.say("sorry"))
+    tools = [*lg.world_tools(world, ["book_flight", "cancel_flight", "cancel_hotel", "book_car",
+                                     "cancel_car"]), book_hotel]
     create_agent(m, tools, middleware=[RACMiddleware(rac=eng)]).invoke(
         {"messages": [("user", "trip")]})
     assert_no_live_effects(world)
-    comps = [(r.tool, r.args) for r in records(eng) if r.kind is rac.RecordKind.COMPENSATION]
+    comps = [(r.tool, r.args) for r in lg.records(eng) if r.kind is rac.RecordKind.COMPENSATION]
     assert comps == [("cancel_hotel", {"booking_id": "HT-102"}),
                      ("cancel_flight", {"booking_id": "FL-101"})]
     assert world.calls["cancel_flight"] == 1
@@ -202,23 +178,23 @@ def test_swarm_hand_offs_are_control_flow_without_being_listed() -> None:
 
     world = TravelWorld()
     world.fail("book_hotel", "permanent", message="no rooms")
-    eng = engine()
-    flights_model = model(turn(call("book_flight", **FLIGHT)),
-                          turn(call("transfer_to_hotels")))
-    hotels_model = model(turn(call("book_hotel", **HOTEL)), say("nothing is booked"))
-    flights = create_agent(flights_model, [*world_tools(world, ["book_flight",
-                                                                "cancel_flight"]),
+    eng = lg.engine()
+    flights_model = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                             lg.turn(lg.call("transfer_to_hotels")))
+    hotels_model = lg.model(lg.turn(lg.call("book_hotel", **lg.HOTEL)), lg.say("nothing is booked"))
+    flights = create_agent(flights_model, [*lg.world_tools(world, ["book_flight",
+                                                                   "cancel_flight"]),
                                            create_handoff_tool(agent_name="hotels")],
                            name="flights", middleware=[RACMiddleware(rac=eng)])
-    hotels = create_agent(hotels_model, world_tools(world, ["book_hotel", "cancel_hotel",
-                                                            "cancel_flight"]),
+    hotels = create_agent(hotels_model, lg.world_tools(world, ["book_hotel", "cancel_hotel",
+                                                               "cancel_flight"]),
                           name="hotels", middleware=[RACMiddleware(rac=eng)])
     app = create_swarm([flights, hotels], default_active_agent="flights").compile(
         checkpointer=InMemorySaver())
     app.invoke({"messages": [("user", "trip")]}, {"configurable": {"thread_id": "t-swarm"}})
 
     assert_no_live_effects(world)
-    [report] = errors(hotels_model.seen[-1])
+    [report] = lg.errors(hotels_model.seen[-1])
     assert "transfer_to_hotels" not in report.content
     assert "book_flight FL-101" in report.content
     [info] = eng.store.list_runs()
@@ -232,7 +208,7 @@ def test_a_tool_returning_a_parent_command_is_a_hand_off() -> None:
 
     world = TravelWorld()
     world.fail("book_hotel", "permanent", message="no rooms")
-    eng = engine()
+    eng = lg.engine()
 
     @tool
     def ask_hotels(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
@@ -242,14 +218,15 @@ def test_a_tool_returning_a_parent_command_is_a_hand_off() -> None:
         return Command(goto="hotels", graph=Command.PARENT,
                        update={"messages": [answer], "active_agent": "hotels"})
 
-    flights_model = model(turn(call("book_flight", **FLIGHT)), turn(call("ask_hotels")))
-    hotels_model = model(turn(call("book_hotel", **HOTEL)), say("nothing is booked"))
-    flights = create_agent(flights_model, [*world_tools(world, ["book_flight",
-                                                                "cancel_flight"]),
+    flights_model = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                             lg.turn(lg.call("ask_hotels")))
+    hotels_model = lg.model(lg.turn(lg.call("book_hotel", **lg.HOTEL)), lg.say("nothing is booked"))
+    flights = create_agent(flights_model, [*lg.world_tools(world, ["book_flight",
+                                                                   "cancel_flight"]),
                                            ask_hotels],
                            name="flights", middleware=[RACMiddleware(rac=eng)])
-    hotels = create_agent(hotels_model, [*world_tools(world, ["book_hotel", "cancel_hotel",
-                                                              "cancel_flight"]),
+    hotels = create_agent(hotels_model, [*lg.world_tools(world, ["book_hotel", "cancel_hotel",
+                                                                 "cancel_flight"]),
                                          create_handoff_tool(agent_name="flights")],
                           name="hotels", middleware=[RACMiddleware(rac=eng)])
     app = create_swarm([flights, hotels], default_active_agent="flights").compile(
@@ -257,9 +234,9 @@ def test_a_tool_returning_a_parent_command_is_a_hand_off() -> None:
     app.invoke({"messages": [("user", "trip")]}, {"configurable": {"thread_id": "t-own"}})
 
     assert_no_live_effects(world)
-    [report] = errors(hotels_model.seen[-1])
+    [report] = lg.errors(hotels_model.seen[-1])
     assert "ask_hotels" not in report.content
-    hand_off = [r for r in records(eng) if r.tool == "ask_hotels"]
+    hand_off = [r for r in lg.records(eng) if r.tool == "ask_hotels"]
     assert [r.note for r in hand_off] == ["passthrough"]
     [info] = eng.store.list_runs()
     assert info.status is rac.RunStatus.COMPENSATED

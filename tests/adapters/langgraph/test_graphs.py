@@ -9,7 +9,6 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 import rac
@@ -20,32 +19,11 @@ from rac.testing import (
     assert_rollback_order,
 )
 from rac_langgraph import RACToolCalls, tool_node
-from tests.adapters.langgraph.support import (
-    FLIGHT,
-    ScriptedModel,
-    actions,
-    call,
-    engine,
-    errors,
-    model,
-    records,
-    say,
-    turn,
-    world_tools,
-)
+from tests.adapters.langgraph import support as lg
 
 
-def _graph(m: ScriptedModel, tools: list[BaseTool], eng: rac.RAC, agent_id: str) -> Any:
-    def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [m.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", tool_node(tools, rac=eng, agent_id=agent_id))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile()
+def _graph(m: lg.ScriptedModel, tools: list[BaseTool], eng: rac.RAC, agent_id: str) -> Any:
+    return lg.agent_graph(m, tool_node(tools, rac=eng, agent_id=agent_id))
 
 
 def _odd_tools(world: TravelWorld) -> list[BaseTool]:
@@ -70,23 +48,23 @@ def _odd_tools(world: TravelWorld) -> list[BaseTool]:
 def test_state_graph_tool_node_rolls_back_content_block_and_command_results() -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine(compensations={**TRAVEL_COMPENSATIONS, "book_flight_blocks": "cancel_flight",
-                                "book_hotel_command": "cancel_hotel"})
-    m = model(turn(call("book_flight_blocks", **FLIGHT),
-                   call("book_hotel_command", guest="ann", city="Paris", nights=1)),
-              turn(call("book_car", driver="ann", city="Paris")), say("sorry"))
-    graph = _graph(m, [*world_tools(world), *_odd_tools(world)], eng, "planner")
+    eng = lg.engine(compensations={**TRAVEL_COMPENSATIONS, "book_flight_blocks": "cancel_flight",
+                                   "book_hotel_command": "cancel_hotel"})
+    m = lg.model(lg.turn(lg.call("book_flight_blocks", **lg.FLIGHT),
+                         lg.call("book_hotel_command", guest="ann", city="Paris", nights=1)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Paris")), lg.say("sorry"))
+    graph = _graph(m, [*lg.world_tools(world), *_odd_tools(world)], eng, "planner")
 
     out = graph.invoke({"messages": [("user", "trip")]})
 
     assert_no_live_effects(world)
-    recs = records(eng)
+    recs = lg.records(eng)
     assert {r.agent_id for r in recs} == {"planner"}
     flight = next(r for r in recs if r.tool == "book_flight_blocks")
     assert flight.result["booking_id"].startswith("FL-")  # the blocks were read as data
     assert sorted(r.tool for r in recs if r.kind is rac.RecordKind.COMPENSATION) == [
         "cancel_flight", "cancel_hotel"]
-    [report] = errors(out["messages"])
+    [report] = lg.errors(out["messages"])
     assert "no cars left" in report.content and report.name == "book_car"
 
 
@@ -94,42 +72,37 @@ async def test_state_graph_tool_node_async() -> None:
     world = TravelWorld()
     world.fail("book_hotel", "transient", times=1)
     world.fail("book_car", "permanent")
-    eng = engine()
-    m = model(turn(call("book_flight", **FLIGHT)),
-              turn(call("book_hotel", guest="ann", city="Rome", nights=3)),
-              turn(call("book_car", driver="ann", city="Rome")), say("sorry"))
-    graph = _graph(m, world_tools(world), eng, "planner")
+    eng = lg.engine()
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_hotel", guest="ann", city="Rome", nights=3)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Rome")), lg.say("sorry"))
+    graph = _graph(m, lg.world_tools(world), eng, "planner")
     await graph.ainvoke({"messages": [("user", "trip")]})
     assert world.calls["book_hotel"] == 2
-    assert_rollback_order(records(eng), ["book_hotel", "book_flight"])
+    assert_rollback_order(lg.records(eng), ["book_hotel", "book_flight"])
     assert_no_live_effects(world)
 
 
 def test_hand_built_graph_runs_are_completed_after_each_step() -> None:
     world = TravelWorld()
-    eng = engine()
+    eng = lg.engine()
     calls = RACToolCalls(eng, agent_id="planner")
-    node = tool_node(world_tools(world), calls=calls)
-    graph = StateGraph(MessagesState)
-    m = model(turn(call("book_flight", **FLIGHT)), say("ok"))
-    graph.add_node("agent", lambda s: {"messages": [m.invoke(s["messages"])]})
-    graph.add_node("tools", node)
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    graph.compile().invoke({"messages": [("user", "fly")]})
+    node = tool_node(lg.world_tools(world), calls=calls)
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)), lg.say("ok"))
+    lg.agent_graph(m, node).invoke({"messages": [("user", "fly")]})
     # No end-of-turn hook in a hand-built graph: the run is completed after each tool step, so
     # `rac recover` never mistakes a finished turn for an abandoned one.
     [info] = eng.store.list_runs()
     assert info.status is rac.RunStatus.COMPLETED
     calls.close()
-    assert eng.store.get_run(info.run_id).status is rac.RunStatus.COMPLETED  # type: ignore[union-attr]
+    again = eng.store.get_run(info.run_id)
+    assert again is not None and again.status is rac.RunStatus.COMPLETED
 
 
 def test_hand_off_graph_shares_one_engine_and_one_run() -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine(read_only=["get_weather", "search_flights", "transfer_to_cars"])
+    eng = lg.engine(read_only=["get_weather", "search_flights", "transfer_to_cars"])
     from rac_langgraph import RACMiddleware
 
     @tool
@@ -138,14 +111,14 @@ def test_hand_off_graph_shares_one_engine_and_one_run() -> None:
         done = ToolMessage("Transferred to the car agent.", tool_call_id=tool_call_id)
         return Command(goto="cars", graph=Command.PARENT, update={"messages": [done]})
 
-    flights_model = model(turn(call("book_flight", **FLIGHT)),
-                          turn(call("book_hotel", guest="ann", city="Paris", nights=2)),
-                          turn(call("transfer_to_cars")))
-    cars_model = model(turn(call("book_car", driver="ann", city="Paris")),
-                       say("No car: the flight and hotel were cancelled."))
-    flights = create_agent(flights_model, [*world_tools(world), transfer_to_cars],
+    flights_model = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                             lg.turn(lg.call("book_hotel", guest="ann", city="Paris", nights=2)),
+                             lg.turn(lg.call("transfer_to_cars")))
+    cars_model = lg.model(lg.turn(lg.call("book_car", driver="ann", city="Paris")),
+                          lg.say("No car: the flight and hotel were cancelled."))
+    flights = create_agent(flights_model, [*lg.world_tools(world), transfer_to_cars],
                            middleware=[RACMiddleware(rac=eng)], name="flights")
-    cars = create_agent(cars_model, world_tools(world, ["book_car", "cancel_car"]),
+    cars = create_agent(cars_model, lg.world_tools(world, ["book_car", "cancel_car"]),
                         middleware=[RACMiddleware(rac=eng)], name="cars")
     g = StateGraph(MessagesState)
     g.add_node("flights", flights, destinations=("cars",))
@@ -159,9 +132,9 @@ def test_hand_off_graph_shares_one_engine_and_one_run() -> None:
     assert [(r.tool, r.agent_id) for r in recs if r.kind is rac.RecordKind.ACTION] == [
         ("book_flight", "flights"), ("book_hotel", "flights"), ("transfer_to_cars", "flights"),
         ("book_car", "cars")]
-    assert actions(recs)[-1] == ("book_car", "failed")
+    assert lg.actions(recs)[-1] == ("book_car", "failed")
     assert_rollback_order(recs, ["book_hotel", "book_flight"])
     assert_no_live_effects(world)
-    [report] = errors(cars_model.seen[-1])
+    [report] = lg.errors(cars_model.seen[-1])
     assert "cancel_hotel" in report.content and "transfer_to_cars" not in report.content
     assert out["messages"][-1].content.startswith("No car")

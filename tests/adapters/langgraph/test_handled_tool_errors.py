@@ -8,25 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
 
 import rac
 from rac.testing import TravelWorld
 from rac_langgraph import tool_node
-from tests.adapters.langgraph.support import (
-    FLIGHT,
-    HOTEL,
-    ScriptedModel,
-    call,
-    engine,
-    errors,
-    model,
-    records,
-    say,
-    turn,
-    world_tools,
-)
+from tests.adapters.langgraph import support as lg
 
 
 def _handler(e: Exception) -> str:
@@ -42,39 +28,27 @@ FORMS: dict[str, Any] = {
 }
 
 
-def _graph(m: ScriptedModel, tools: list[Any], node: Any) -> Any:
-    def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [m.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", node)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile()
-
-
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_timeout_after_commit_is_in_doubt_whatever_the_error_handling(
         form: str, use_async: bool) -> None:
     world = TravelWorld()
     world.fail("book_hotel", "timeout", times=1, phase="after")  # booked, then no answer
-    eng = engine()
-    tools = world_tools(world)
-    m = model(turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
-              say("I could not confirm the hotel."))
-    graph = _graph(m, tools, tool_node(tools, rac=eng, agent_id="planner",
+    eng = lg.engine()
+    tools = lg.world_tools(world)
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_hotel", **lg.HOTEL)),
+                 lg.say("I could not confirm the hotel."))
+    graph = lg.agent_graph(m, tool_node(tools, rac=eng, agent_id="planner",
                                        handle_tool_errors=FORMS[form]))
     user: Any = {"messages": [("user", "a trip to Paris")]}
     await graph.ainvoke(user) if use_async else graph.invoke(user)
 
     assert world.calls["book_hotel"] == 1  # never retried blindly
-    [report] = errors(m.seen[-1])
+    [report] = lg.errors(m.seen[-1])
     assert "MAY HAVE HAPPENED" in str(report.content), report.content
     assert "world is back" not in str(report.content)  # never a false all-clear
-    [rec] = [r for r in records(eng) if r.tool == "book_hotel"]
+    [rec] = [r for r in lg.records(eng) if r.tool == "book_hotel"]
     # Judged from the timeout (it may have happened, and nothing says which booking to undo),
     # not from the ToolNode's message (a plain failure: "undone").
     assert rec.status is rac.RecordStatus.COMPENSATION_FAILED
@@ -90,16 +64,16 @@ async def test_a_timeout_after_commit_is_in_doubt_whatever_the_error_handling(
 async def test_a_handled_permanent_failure_is_still_a_rollback(use_async: bool) -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
-    tools = world_tools(world)
-    m = model(turn(call("book_flight", **FLIGHT)),
-              turn(call("book_car", driver="ann", city="Paris")), say("No car."))
-    graph = _graph(m, tools, tool_node(tools, rac=eng, handle_tool_errors=True))
+    eng = lg.engine()
+    tools = lg.world_tools(world)
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Paris")), lg.say("No car."))
+    graph = lg.agent_graph(m, tool_node(tools, rac=eng, handle_tool_errors=True))
     user: Any = {"messages": [("user", "a trip to Paris")]}
     await graph.ainvoke(user) if use_async else graph.invoke(user)
 
     assert world.live() == []
-    [report] = errors(m.seen[-1])
+    [report] = lg.errors(m.seen[-1])
     assert "no cars left" in str(report.content)
     assert "book_flight FL-101 (via cancel_flight)" in str(report.content), report.content
     [info] = eng.store.list_runs()

@@ -13,32 +13,21 @@ from langgraph.types import Command, interrupt
 import rac
 from rac.testing import TravelWorld, assert_no_live_effects, assert_rollback_order
 from rac_langgraph import RACMiddleware
-from tests.adapters.langgraph.support import (
-    FLIGHT,
-    HOTEL,
-    actions,
-    call,
-    engine,
-    errors,
-    model,
-    records,
-    say,
-    turn,
-    world_tools,
-)
+from tests.adapters.langgraph import support as lg
 
 
 async def test_async_agent_rolls_back_and_reports() -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
-    m = model(turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
-              turn(call("book_car", driver="ann", city="Paris")), say("sorry"))
-    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)])
+    eng = lg.engine()
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_hotel", **lg.HOTEL)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Paris")), lg.say("sorry"))
+    agent = create_agent(m, lg.world_tools(world), middleware=[RACMiddleware(rac=eng)])
     await agent.ainvoke({"messages": [("user", "trip")]})
     assert_no_live_effects(world)
-    assert_rollback_order(records(eng), ["book_hotel", "book_flight"])
-    [report] = errors(m.seen[-1])
+    assert_rollback_order(lg.records(eng), ["book_hotel", "book_flight"])
+    [report] = lg.errors(m.seen[-1])
     assert "no cars left" in report.content and "cancel_hotel" in report.content
 
 
@@ -58,11 +47,13 @@ async def test_interrupt_in_a_tool_passes_through_and_resumes_in_the_same_run(
         use_async: bool) -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
-    tools = [*world_tools(world, ["book_hotel", "cancel_hotel", "book_car", "cancel_car",
-                                  "cancel_flight"]), _approved_flight(world)]
-    m = model(turn(call("book_hotel", **HOTEL)), turn(call("book_flight", **FLIGHT)),
-              turn(call("book_car", driver="ann", city="Paris")), say("no car, all undone"))
+    eng = lg.engine()
+    tools = [*lg.world_tools(world, ["book_hotel", "cancel_hotel", "book_car", "cancel_car",
+                                     "cancel_flight"]), _approved_flight(world)]
+    m = lg.model(lg.turn(lg.call("book_hotel", **lg.HOTEL)),
+                 lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Paris")),
+                 lg.say("no car, all undone"))
     agent = create_agent(m, tools, middleware=[RACMiddleware(rac=eng)],
                          checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-interrupt"}}
@@ -73,7 +64,7 @@ async def test_interrupt_in_a_tool_passes_through_and_resumes_in_the_same_run(
     # Paused for approval: not a failure, nothing rolled back, the hotel is live.
     assert out["__interrupt__"][0].value == {"approve": "LHR->CDG for ann"}
     assert [b["kind"] for b in world.live()] == ["hotel"]
-    paused = [r for r in records(eng) if r.tool == "book_flight"]
+    paused = [r for r in lg.records(eng) if r.tool == "book_flight"]
     assert [(r.status, r.note) for r in paused] == [(rac.RecordStatus.FAILED, "passthrough")]
 
     resume = Command(resume="yes")
@@ -83,7 +74,7 @@ async def test_interrupt_in_a_tool_passes_through_and_resumes_in_the_same_run(
     # before and after the interrupt.
     [info] = eng.store.list_runs()
     recs = eng.store.get_records(info.run_id)
-    assert actions(recs) == [("book_hotel", "compensated"), ("book_flight", "failed"),
+    assert lg.actions(recs) == [("book_hotel", "compensated"), ("book_flight", "failed"),
                              ("book_flight", "compensated"), ("book_car", "failed")]
     assert_rollback_order(recs, ["book_flight", "book_hotel"])
     assert_no_live_effects(world)
@@ -95,13 +86,15 @@ async def test_interrupt_in_a_tool_passes_through_and_resumes_in_the_same_run(
 def test_later_turn_failure_leaves_earlier_turn_alone() -> None:
     world = TravelWorld()
     world.fail("book_car", "permanent", message="no cars left")
-    eng = engine()
-    m = model(turn(call("book_flight", **FLIGHT)), turn(call("book_hotel", **HOTEL)),
-              say("flight and hotel booked"),
-              turn(call("get_weather", city="Paris")), say("sunny"),
-              turn(call("charge_card", customer="ann", amount=90.0)),
-              turn(call("book_car", driver="ann", city="Paris")), say("no car; card refunded"))
-    agent = create_agent(m, world_tools(world), middleware=[RACMiddleware(rac=eng)],
+    eng = lg.engine()
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
+                 lg.turn(lg.call("book_hotel", **lg.HOTEL)),
+                 lg.say("flight and hotel booked"),
+                 lg.turn(lg.call("get_weather", city="Paris")), lg.say("sunny"),
+                 lg.turn(lg.call("charge_card", customer="ann", amount=90.0)),
+                 lg.turn(lg.call("book_car", driver="ann", city="Paris")),
+                 lg.say("no car; card refunded"))
+    agent = create_agent(m, lg.world_tools(world), middleware=[RACMiddleware(rac=eng)],
                          checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-turns"}}
     agent.invoke({"messages": [("user", "book flight and hotel")]}, cfg)
@@ -110,7 +103,7 @@ def test_later_turn_failure_leaves_earlier_turn_alone() -> None:
 
     runs = {i.run_id: i for i in eng.store.list_runs()}
     assert len(runs) == 3  # one run per turn
-    by_tool = {r.tool: r for r in records(eng) if r.kind is rac.RecordKind.ACTION}
+    by_tool = {r.tool: r for r in lg.records(eng) if r.kind is rac.RecordKind.ACTION}
     first_run = by_tool["book_flight"].run_id
     assert by_tool["book_hotel"].run_id == first_run
     assert runs[first_run].status is rac.RunStatus.COMPLETED
@@ -118,7 +111,7 @@ def test_later_turn_failure_leaves_earlier_turn_alone() -> None:
     assert by_tool["charge_card"].status is rac.RecordStatus.COMPENSATED
     assert runs[by_tool["charge_card"].run_id].status is rac.RunStatus.COMPENSATED
     assert sorted(b["kind"] for b in world.live()) == ["flight", "hotel"]
-    [report] = errors(m.seen[-1])
+    [report] = lg.errors(m.seen[-1])
     assert "charge_card" in report.content and "cancel_flight" not in report.content
     # The thread's history is intact across the three turns.
     assert [msg.content for msg in out["messages"] if msg.type == "human"] == [

@@ -1,7 +1,8 @@
 """An agent used as a tool of another (a compiled ``create_agent`` graph invoked inside the
 parent's tool, LangChain's "subagents" pattern, or a hand-built graph with a RAC ``tool_node``)
 joins the parent's run in a nested scope: one run; the child's failure is handled by its own
-scope first (the parent's bookings stay, the child's model hears what was undone); a later
+scope first (the parent's bookings stay; the child's model, and the parent's with the child's
+answer, hear what was undone); a later
 failure of the parent undoes the child's bookings too, newest first, and the parent's model
 hears all of it."""
 
@@ -103,9 +104,11 @@ async def test_a_childs_failure_is_rolled_back_in_the_childs_scope_first(
     [report] = lg.errors(child_m.seen[-1])
     assert "Undone, newest first: book_hotel HT-" in report.content
     assert "book_flight" not in report.content and "back to how it was" in report.content
-    # the parent's model got the child's answer, as a success
+    # the parent's model got the child's answer, as a success, and what RAC told the child:
+    # it hears the hotel was undone whatever the child's model said
     answer = lg.tool_messages(parent_m.seen[-1])[-1]
-    assert answer.status == "success" and answer.content == "Hotel booked, no car."
+    assert answer.status == "success" and answer.content.startswith("Hotel booked, no car.")
+    assert "Undone, newest first: book_hotel HT-" in answer.content
 
 
 @pytest.mark.parametrize("use_async", [False, True])

@@ -17,7 +17,16 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 import rac
-from rac.adapters import CallRefused, aexecute, aroute, batch_key, execute, failure_text, route
+from rac.adapters import (
+    CallRefused,
+    Delegation,
+    aexecute,
+    aroute,
+    batch_key,
+    execute,
+    failure_text,
+    route,
+)
 from rac.events import emit
 from rac.models import RecordKind, RecordStatus
 from rac.run import Reconciled
@@ -125,20 +134,22 @@ class RACToolCalls:
                 guard = _Guard(other)
                 token = _NEST.set(_Nest(run, name, call.get("id")))
                 try:
-                    result = execute_(_for_tool(request, guard, a))
+                    with Delegation() as inside:
+                        result = execute_(_for_tool(request, guard, a))
                 finally:
                     _NEST.reset(token)
-                return held.keep(result, request, guard)
+                return held.keep(_told_inside(result, inside), request, guard)
             return via
 
         def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
             token = _NEST.set(_Nest(run, requested, call.get("id")))
             try:
-                result = execute_(_with_args(request, a, guard))
+                with Delegation() as inside:
+                    result = execute_(_with_args(request, a, guard))
             finally:
                 _NEST.reset(token)
-            return held.own(result, request, run, guard)
+            return held.own(_told_inside(result, inside), request, run, guard)
 
         invoke = route(run, requested, own, through=through, direct=held.direct(request),
                        hint=_HINT)
@@ -198,20 +209,22 @@ class RACToolCalls:
                 guard = _Guard(other)
                 token = _NEST.set(_Nest(run, name, call.get("id")))
                 try:
-                    result = await execute_(_for_tool(request, guard, a))
+                    with Delegation() as inside:
+                        result = await execute_(_for_tool(request, guard, a))
                 finally:
                     _NEST.reset(token)
-                return held.keep(result, request, guard)
+                return held.keep(_told_inside(result, inside), request, guard)
             return via
 
         async def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
             token = _NEST.set(_Nest(run, requested, call.get("id")))
             try:
-                result = await execute_(_with_args(request, a, guard))
+                with Delegation() as inside:
+                    result = await execute_(_with_args(request, a, guard))
             finally:
                 _NEST.reset(token)
-            return held.own(result, request, run, guard)
+            return held.own(_told_inside(result, inside), request, run, guard)
 
         ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
                          hint=_HINT)
@@ -443,6 +456,16 @@ class _Nest:
                     _as_agent_call(self.run, self.tool, self.call_id, sid)
                     self.scope_id = sid
         return rac.Scope(self.run, self.scope_id)
+
+
+def _told_inside(result: ToolResult, inside: Delegation) -> ToolResult:
+    """A tool's answer, followed by what RAC told the model of an agent the tool ran (an agent
+    used as a tool) about calls of it that failed for good: the parent's model hears what was
+    undone in the child's scope whatever the child's model answered."""
+    if not inside.heard or type(result) is not ToolMessage or not isinstance(result.content,
+                                                                             str):
+        return result
+    return result.model_copy(update={"content": inside.answer(result.content)})
 
 
 #: The RAC tool call running in this context, if any (see :class:`_Nest`).

@@ -74,8 +74,12 @@ def scripted_model(*messages: AIMessage) -> ScriptedModel:
 
 def from_steps(script: Iterable[Step]) -> ScriptedModel:
     """A scripted model from conformance steps (lists of ``(tool, args)`` calls, or a text)."""
-    return scripted_model(*(say(s) if isinstance(s, str)
-                            else turn(*(call(n, **a) for n, a in s)) for s in script))
+    return scripted_model(*_messages(script))
+
+
+def _messages(script: Iterable[Step]) -> list[AIMessage]:
+    return [say(s) if isinstance(s, str) else turn(*(call(n, **a) for n, a in s))
+            for s in script]
 
 
 def world_tools(world: TravelWorld, names: Iterable[str] | None = None) -> list[BaseTool]:
@@ -117,6 +121,26 @@ class ConformanceHarness:
         agent = self._agent(engine, world, script, agent_id)
         out = await agent.ainvoke({"messages": [("user", "Book my trip")]})
         return told(out["messages"])
+
+    def run_delegating_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                            delegate: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """Promise 5: the parent delegates first to an agent used as a tool (a ``create_agent``
+        graph invoked inside the parent's ``ask_travel_desk`` tool, on the same engine), whose
+        model plays ``delegate``; then the parent's model plays ``script``."""
+        desk: Any = create_agent(from_steps(delegate), world_tools(world), name="travel_desk",
+                            middleware=[RACMiddleware(rac=engine)])
+
+        def ask_travel_desk(request: str) -> str:
+            """Ask the travel desk to book things."""
+            out = desk.invoke({"messages": [("user", request)]})
+            return str(out["messages"][-1].content)
+
+        parent: Any = create_agent(
+            scripted_model(turn(call("ask_travel_desk", request="book my trip")),
+                           *_messages(script)),
+            [*world_tools(world), StructuredTool.from_function(ask_travel_desk)],
+            middleware=[RACMiddleware(rac=engine, agent_id=agent_id)])
+        return told(parent.invoke({"messages": [("user", "Book my trip")]})["messages"])
 
     def run_turn_handling_errors(self, engine: rac.RAC, world: TravelWorld,
                                  script: Sequence[Step], *, agent_id: str) -> TurnResult:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import rac
 import rac.mcp
@@ -38,6 +39,7 @@ from rac_langgraph import pregel
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
 TurnKey = tuple[str | None, str, Any]
+T = TypeVar("T")
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 #: How long a step waits, at most, for LangGraph to save the checkpoint it runs from (saves run
@@ -160,6 +162,73 @@ def _cid(found: Any) -> str:
     return str(found.config["configurable"]["checkpoint_id"])
 
 
+@dataclass(slots=True)
+class _Get:
+    """Read one checkpoint tuple (``saver.get_tuple``; None if it is not saved)."""
+
+    config: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _List:
+    """At most ``limit`` saved checkpoints of ``thread`` older than ``before``, newest first,
+    as a list (a saver's generator may hold its lock until it is exhausted)."""
+
+    thread: str
+    before: dict[str, Any]
+    limit: int = _LIST_LIMIT
+
+
+@dataclass(slots=True)
+class _Sleep:
+    """Wait ``seconds`` on the engine's clock."""
+
+    seconds: float
+
+
+#: A search over the checkpointer written once for both paths: it yields the reads and waits
+#: it needs, and :func:`_drive` (blocking) or :func:`_adrive` (async) performs them.
+_Reads = Generator[_Get | _List | _Sleep, Any, T]
+
+
+def _next(reads: _Reads[T], send: Any) -> tuple[bool, Any]:
+    """(True, the result) once ``reads`` is done, else (False, what it wants next)."""
+    try:
+        return False, reads.send(send)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _drive(reads: _Reads[T], saver: Any, clock: Any) -> T:
+    """Run ``reads`` with the checkpointer's blocking methods."""
+    done, want = _next(reads, None)
+    while not done:
+        if isinstance(want, _Get):
+            got = saver.get_tuple(want.config)
+        elif isinstance(want, _List):
+            got = list(saver.list(_thread_config(want.thread), before=want.before,
+                                  limit=want.limit))
+        else:
+            got = clock.sleep(want.seconds)
+        done, want = _next(reads, got)
+    return want  # type: ignore[no-any-return]
+
+
+async def _adrive(reads: _Reads[T], saver: Any, clock: Any) -> T:
+    """Run ``reads`` with the checkpointer's async methods."""
+    done, want = _next(reads, None)
+    while not done:
+        if isinstance(want, _Get):
+            got = await saver.aget_tuple(want.config)
+        elif isinstance(want, _List):
+            got = [c async for c in saver.alist(_thread_config(want.thread),
+                                                before=want.before, limit=want.limit)]
+        else:
+            got = await clock.asleep(want.seconds)
+        done, want = _next(reads, got)
+    return want  # type: ignore[no-any-return]
+
+
 class TurnRuns(RunRegistry[TurnKey]):
     """The runs of one engine that its LangGraph adapters opened, keyed by turn (a
     :class:`rac.adapters.RunRegistry`), the agents' tool sets, and the answers given per
@@ -215,29 +284,31 @@ class TurnRuns(RunRegistry[TurnKey]):
         on first use); ``runtime`` is the step's (it tells whether the thread is persisted)."""
         found = _checkpointed(config)
         if found is not None:
-            saver, thread, root = found
-            anchor = self._anchor(saver, thread, root, config)
-            run = self._durable(thread, anchor, agent_id)
-            if self._first_check(config, root):
-                self._keep_note(run, self._earlier(saver, thread, root, config, state))
-            return run
-        if runtime is not None:
-            pregel.internals_missing(runtime)
-        key = turn_key(state, config)
-        self._note_latest(key)
-        return self.run_for(key, agent_id=agent_id)
+            return _drive(self._find_turn(found, state, config, agent_id), found[0],
+                          self.engine.clock)
+        return self._turn_in_process(state, config, agent_id, runtime)
 
     async def aturn_run(self, state: Any, config: Mapping[str, Any] | None,
                         agent_id: str, runtime: Any = None) -> rac.Run:
         """:meth:`turn_run` for the async path (an async checkpointer is read with ``await``)."""
         found = _checkpointed(config)
         if found is not None:
-            saver, thread, root = found
-            anchor = await self._aanchor(saver, thread, root, config)
-            run = self._durable(thread, anchor, agent_id)
-            if self._first_check(config, root):
-                self._keep_note(run, await self._aearlier(saver, thread, root, config, state))
-            return run
+            return await _adrive(self._find_turn(found, state, config, agent_id), found[0],
+                                 self.engine.clock)
+        return self._turn_in_process(state, config, agent_id, runtime)
+
+    def _find_turn(self, found: tuple[Any, str, str], state: Any,
+                   config: Mapping[str, Any] | None, agent_id: str) -> _Reads[rac.Run]:
+        """:meth:`turn_run` on a checkpointed thread, its reads yielded (see :func:`_drive`)."""
+        _saver, thread, root = found
+        anchor = yield from self._find_anchor(thread, root, config, True)
+        run = self._durable(thread, anchor, agent_id)
+        if self._first_check(config, root):
+            self._keep_note(run, (yield from self._find_earlier(thread, root, config, state)))
+        return run
+
+    def _turn_in_process(self, state: Any, config: Mapping[str, Any] | None, agent_id: str,
+                         runtime: Any) -> rac.Run:
         if runtime is not None:
             pregel.internals_missing(runtime)
         key = turn_key(state, config)
@@ -299,62 +370,23 @@ class TurnRuns(RunRegistry[TurnKey]):
         invocation's (its step is the one the invocation started at); else, after waiting for
         the save (saves are made in order, so the lineage is then saved too), the walk;
         never saved, this process's anchor for the invocation (its checkpoint's id)."""
-        hit = self._anchors.get(checkpoint_id)
-        if hit is not None:
-            return hit
-        lookup = _lookup(thread, checkpoint_id)
-        found = saver.get_tuple(lookup)
-        if found is None:
-            known = self._known(checkpoint_id, config)
-            if known is not None:
-                return known
-            # a list: a saver's generator may hold its lock until it is exhausted
-            older = list(saver.list(_thread_config(thread), before=lookup, limit=_LIST_LIMIT))
-            own = self._own_input(older, checkpoint_id, config)
-            if own is not None:
-                return own
-            if wait and _may_be_saved(config):
-                clock = self.engine.clock
-                deadline = clock.now() + _SAVE_WAIT
-                pause = 0.0005
-                while found is None and clock.now() < deadline:
-                    clock.sleep(pause)
-                    pause = min(pause * 2, 0.05)
-                    found = saver.get_tuple(lookup)
-                    if found is None:  # a saver that keeps only inputs: the input may come
-                        own = self._own_input(list(saver.list(
-                            _thread_config(thread), before=lookup, limit=_LIST_LIMIT)),
-                            checkpoint_id, config)
-                        if own is not None:
-                            return own
-            if found is None:
-                return self._remember([checkpoint_id], checkpoint_id, config)
-        chain = [found]
-        while True:
-            is_input, parent = _parent(chain[-1])
-            if is_input or parent is None or parent in self._anchors:
-                break
-            nxt = saver.get_tuple(_lookup(thread, parent))
-            if nxt is None:
-                break
-            chain.append(nxt)
-        return self._walk(chain, config)
+        return _drive(self._find_anchor(thread, checkpoint_id, config, wait), saver,
+                      self.engine.clock)
 
-    async def _aanchor(self, saver: Any, thread: str, checkpoint_id: str,
-                       config: Mapping[str, Any] | None, *, wait: bool = True) -> str:
-        """Async :meth:`_anchor`."""
+    def _find_anchor(self, thread: str, checkpoint_id: str, config: Mapping[str, Any] | None,
+                     wait: bool) -> _Reads[str]:
+        """:meth:`_anchor`'s search, written once: it yields the checkpointer reads and waits
+        it needs (see :func:`_drive`)."""
         hit = self._anchors.get(checkpoint_id)
         if hit is not None:
             return hit
         lookup = _lookup(thread, checkpoint_id)
-        found = await saver.aget_tuple(lookup)
+        found = yield _Get(lookup)
         if found is None:
             known = self._known(checkpoint_id, config)
             if known is not None:
                 return known
-            older = [c async for c in saver.alist(_thread_config(thread), before=lookup,
-                                                  limit=_LIST_LIMIT)]
-            own = self._own_input(older, checkpoint_id, config)
+            own = self._own_input((yield _List(thread, lookup)), checkpoint_id, config)
             if own is not None:
                 return own
             if wait and _may_be_saved(config):
@@ -362,14 +394,12 @@ class TurnRuns(RunRegistry[TurnKey]):
                 deadline = clock.now() + _SAVE_WAIT
                 pause = 0.0005
                 while found is None and clock.now() < deadline:
-                    await clock.asleep(pause)
+                    yield _Sleep(pause)
                     pause = min(pause * 2, 0.05)
-                    found = await saver.aget_tuple(lookup)
+                    found = yield _Get(lookup)
                     if found is None:  # a saver that keeps only inputs: the input may come
-                        own = self._own_input(
-                            [c async for c in saver.alist(_thread_config(thread), before=lookup,
-                                                          limit=_LIST_LIMIT)],
-                            checkpoint_id, config)
+                        own = self._own_input((yield _List(thread, lookup)), checkpoint_id,
+                                              config)
                         if own is not None:
                             return own
             if found is None:
@@ -379,7 +409,7 @@ class TurnRuns(RunRegistry[TurnKey]):
             is_input, parent = _parent(chain[-1])
             if is_input or parent is None or parent in self._anchors:
                 break
-            nxt = await saver.aget_tuple(_lookup(thread, parent))
+            nxt = yield _Get(_lookup(thread, parent))
             if nxt is None:
                 break
             chain.append(nxt)
@@ -543,15 +573,8 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = self._first_step(config)
         if found is None:
             return None
-        saver, thread, root, resumed = found
-        note = None
-        if resumed and (root in self._anchors
-                        or saver.get_tuple(_lookup(thread, root)) is not None):
-            anchor = self._anchor(saver, thread, root, config, wait=False)
-            note = self.take_note(self._durable(thread, anchor, agent_id))
-        if note is None and self._first_check(config, root):
-            note = self._earlier(saver, thread, root, config, state)
-        return note
+        return _drive(self._find_resumed_note(found, config, agent_id, state), found[0],
+                      self.engine.clock)
 
     async def aresumed_note(self, config: Mapping[str, Any] | None, agent_id: str,
                             state: Any = None) -> str | None:
@@ -559,14 +582,21 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = self._first_step(config)
         if found is None:
             return None
-        saver, thread, root, resumed = found
+        return await _adrive(self._find_resumed_note(found, config, agent_id, state),
+                             found[0], self.engine.clock)
+
+    def _find_resumed_note(self, found: tuple[Any, str, str, bool],
+                           config: Mapping[str, Any] | None, agent_id: str,
+                           state: Any) -> _Reads[str | None]:
+        """:meth:`resumed_note`'s search, its reads yielded (see :func:`_drive`)."""
+        _saver, thread, root, resumed = found
         note = None
         if resumed and (root in self._anchors
-                        or await saver.aget_tuple(_lookup(thread, root)) is not None):
-            anchor = await self._aanchor(saver, thread, root, config, wait=False)
+                        or (yield _Get(_lookup(thread, root))) is not None):
+            anchor = yield from self._find_anchor(thread, root, config, False)
             note = self.take_note(self._durable(thread, anchor, agent_id))
         if note is None and self._first_check(config, root):
-            note = await self._aearlier(saver, thread, root, config, state)
+            note = yield from self._find_earlier(thread, root, config, state)
         return note
 
     def _first_check(self, config: Mapping[str, Any] | None, root: str) -> bool:
@@ -586,29 +616,18 @@ class TurnRuns(RunRegistry[TurnKey]):
             with self._memo_lock:
                 self._notes.setdefault(run.run_id, note)
 
-    def _earlier(self, saver: Any, thread: str, root: str, config: Mapping[str, Any] | None,
-                 state: Any) -> str | None:
+    def _find_earlier(self, thread: str, root: str, config: Mapping[str, Any] | None,
+                      state: Any) -> _Reads[str | None]:
         """What the model must hear at an invocation of ``thread`` (a step of it runs from
         ``root``) about the turn before it: that recovery rolled it back after it ended (its
         run was left running: a call in doubt, a crash), unless the thread's messages show the
-        model was told; once per process. None otherwise."""
-        older = list(saver.list(_thread_config(thread), before=_lookup(thread, root),
-                                limit=_OWN_STEPS))
+        model was told; once per process. None otherwise. Its reads are yielded (see
+        :func:`_drive`)."""
+        older = yield _List(thread, _lookup(thread, root), _OWN_STEPS)
         prev = _before_invocation(older, config)
         if prev is None:
             return None
-        return self._earlier_note(thread, self._anchor(saver, thread, _cid(prev), None,
-                                                       wait=False), state)
-
-    async def _aearlier(self, saver: Any, thread: str, root: str,
-                        config: Mapping[str, Any] | None, state: Any) -> str | None:
-        """Async :meth:`_earlier`."""
-        older = [c async for c in saver.alist(_thread_config(thread),
-                                              before=_lookup(thread, root), limit=_OWN_STEPS)]
-        prev = _before_invocation(older, config)
-        if prev is None:
-            return None
-        anchor = await self._aanchor(saver, thread, _cid(prev), None, wait=False)
+        anchor = yield from self._find_anchor(thread, _cid(prev), None, False)
         return self._earlier_note(thread, anchor, state)
 
     def _earlier_note(self, thread: str, anchor: str, state: Any) -> str | None:

@@ -91,3 +91,34 @@ def test_a_turn_rolled_back_within_itself_is_not_announced_again(tmp_path: Path)
     m2 = _next_turn(world, fresh, threads, "Shall I try a rental?")
     assert not any(isinstance(x, SystemMessage) for x in m2.seen[0])
     fresh.close()
+
+
+def test_a_rollback_found_after_later_turns_ran_is_told_once(tmp_path: Path) -> None:
+    """The turn left running is rolled back only after the thread's next turn ran (that turn
+    heard nothing: there was nothing yet): the turn after that hears of it, before it answers,
+    as an earlier turn's; once, also in a fresh process (its answer carries the mark)."""
+    world_path, log, threads = _crash(tmp_path, "after")
+    world = TravelWorld(str(world_path))
+    resumed = _engine(log, world)
+    _resume(world, resumed, threads)  # the hotel call named in doubt, the run left running
+    m1 = _next_turn(world, resumed, threads, "Your flight and hotel are booked.")
+    assert not any(isinstance(x, SystemMessage) for x in m1.seen[0])
+    resumed.close()
+
+    restarted = _engine(log, world)
+    [recovered] = restarted.recover(stale_after=0.0)
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    restarted.close()
+
+    fresh = _engine(log, world)
+    m2 = _next_turn(world, fresh, threads, "The flight was cancelled.")
+    system = m2.seen[0][0]
+    assert isinstance(system, SystemMessage), m2.seen[0]
+    assert system.content.startswith("RAC: an earlier turn of this conversation was rolled "
+                                     "back"), system.content
+    assert "book_flight FL-101" in system.content and recovered.run_id
+    fresh.close()
+    later = _engine(log, world)
+    m3 = _next_turn(world, later, threads, "Nothing else changed.")
+    assert not any(isinstance(x, SystemMessage) for x in m3.seen[0])
+    later.close()

@@ -7,13 +7,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 import rac
 from rac.events import emit
 from rac_langgraph.calls import RACToolCalls
+from rac_langgraph.runs import TOLD_KEY
 
 
 class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -127,12 +128,16 @@ class _RACMiddlewareTellingModel(RACMiddleware):
         def wrap_model_call(request: ModelRequest,
                             handler: Callable[[ModelRequest], Any]) -> Any:
             note = calls.rollback_notice(state=request.state)
-            return handler(request if note is None else _with_notice(request, note))
+            if note is None:
+                return handler(request)
+            return _marked(handler(_with_notice(request, note)), note)
 
         async def awrap_model_call(request: ModelRequest,
                                    handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
             note = await calls.arollback_notice(state=request.state)
-            return await handler(request if note is None else _with_notice(request, note))
+            if note is None:
+                return await handler(request)
+            return _marked(await handler(_with_notice(request, note)), note)
 
         for hook in (wrap_model_call, awrap_model_call):  # plain functions: see __init__
             setattr(hook, "__signature__", inspect.signature(hook))  # noqa: B010
@@ -143,13 +148,32 @@ class _RACMiddlewareTellingModel(RACMiddleware):
                         handler: Callable[[ModelRequest], Any]) -> Any:
         """Tell a resumed model about a rollback before it acts (blocking path)."""
         note = self.calls.rollback_notice(state=request.state)
-        return handler(request if note is None else _with_notice(request, note))
+        if note is None:
+            return handler(request)
+        return _marked(handler(_with_notice(request, note)), note)
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
         """Tell a resumed model about a rollback before it acts (async path)."""
         note = await self.calls.arollback_notice(state=request.state)
-        return await handler(request if note is None else _with_notice(request, note))
+        if note is None:
+            return await handler(request)
+        return _marked(await handler(_with_notice(request, note)), note)
+
+
+def _marked(response: Any, note: str) -> Any:
+    """``response`` (the model's answer to a request that carried ``note``) with its AI
+    message marked as told (``response_metadata["rac_rolled_back"]``): saved with the thread,
+    the mark tells later turns, in any process, that the model heard of the rollback."""
+    messages = getattr(response, "result", None)
+    if messages is None:
+        messages = [response]
+    about = getattr(note, "about", None)
+    for m in messages:
+        if about and isinstance(m, AIMessage):
+            m.response_metadata[TOLD_KEY] = about
+            break
+    return response
 
 
 def _with_notice(request: ModelRequest, note: str) -> ModelRequest:

@@ -121,6 +121,9 @@ def _may_be_saved(config: Mapping[str, Any] | None) -> bool:
 
 #: How many saved checkpoints before a step's are read to find the one before its invocation.
 _OWN_STEPS = 8
+#: How many earlier turns of a thread (its ``input`` checkpoints) a new invocation checks for a
+#: rollback the model has not heard of.
+_EARLIER_TURNS = 8
 
 
 def _before_invocation(older: Any, config: Mapping[str, Any] | None) -> Any:
@@ -177,6 +180,8 @@ class _List:
     thread: str
     before: dict[str, Any]
     limit: int = _LIST_LIMIT
+    #: only checkpoints whose metadata holds these values
+    filter: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -207,7 +212,7 @@ def _drive(reads: _Reads[T], saver: Any, clock: Any) -> T:
             got = saver.get_tuple(want.config)
         elif isinstance(want, _List):
             got = list(saver.list(_thread_config(want.thread), before=want.before,
-                                  limit=want.limit))
+                                  limit=want.limit, filter=want.filter))
         else:
             got = clock.sleep(want.seconds)
         done, want = _next(reads, got)
@@ -222,7 +227,8 @@ async def _adrive(reads: _Reads[T], saver: Any, clock: Any) -> T:
             got = await saver.aget_tuple(want.config)
         elif isinstance(want, _List):
             got = [c async for c in saver.alist(_thread_config(want.thread),
-                                                before=want.before, limit=want.limit)]
+                                                before=want.before, limit=want.limit,
+                                                filter=want.filter)]
         else:
             got = await clock.asleep(want.seconds)
         done, want = _next(reads, got)
@@ -619,18 +625,30 @@ class TurnRuns(RunRegistry[TurnKey]):
     def _find_earlier(self, thread: str, root: str, config: Mapping[str, Any] | None,
                       state: Any) -> _Reads[str | None]:
         """What the model must hear at an invocation of ``thread`` (a step of it runs from
-        ``root``) about the turn before it: that recovery rolled it back after it ended (its
-        run was left running: a call in doubt, a crash), unless the thread's messages show the
-        model was told; once per process. None otherwise. Its reads are yielded (see
-        :func:`_drive`)."""
-        older = yield _List(thread, _lookup(thread, root), _OWN_STEPS)
-        prev = _before_invocation(older, config)
+        ``root``) about earlier turns: that recovery rolled one back after it ended (its run
+        was left running: a call in doubt, a crash), the previous turn or any of the
+        ``_EARLIER_TURNS`` before it (a turn left running, the next one run, then recovery),
+        unless the thread's messages show the model was told (a tool message or a model
+        answer marked with :data:`TOLD_KEY`); once per process. None otherwise. Its reads are
+        yielded (see :func:`_drive`)."""
+        before = _lookup(thread, root)
+        prev = _before_invocation((yield _List(thread, before, _OWN_STEPS)), config)
         if prev is None:
             return None
-        anchor = yield from self._find_anchor(thread, _cid(prev), None, False)
-        return self._earlier_note(thread, anchor, state)
+        anchors = [(yield from self._find_anchor(thread, _cid(prev), None, False))]
+        start = int(pregel.loop_start(config or {}) or 0)
+        for c in (yield _List(thread, before, _EARLIER_TURNS + 1, {"source": "input"})):
+            step = (c.metadata or {}).get("step")
+            if isinstance(step, int) and step < start and _cid(c) not in anchors:
+                anchors.append(_cid(c))
+        notes = [n for i, a in enumerate(anchors[:_EARLIER_TURNS + 1])
+                 if (n := self._earlier_note(thread, a, state, previous=i == 0)) is not None]
+        if not notes:
+            return None
+        return Note("\n\n".join(notes), ",".join(n.about for n in notes))
 
-    def _earlier_note(self, thread: str, anchor: str, state: Any) -> str | None:
+    def _earlier_note(self, thread: str, anchor: str, state: Any, *, previous: bool
+                      ) -> Note | None:
         run_id = turn_run_id(thread, anchor)
         if run_id in self._announced or run_id in self._logged:
             return None  # told already, or the turn this invocation resumes (its own note)
@@ -646,7 +664,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         actions = [r for r in self.engine.store.get_records(run_id)
                    if r.kind is RecordKind.ACTION]
         emit("rac_langgraph.earlier_turn_told", run_id=run_id, status=str(info.status))
-        return Note(rolled_back_note(actions, earlier=True), run_id)
+        return Note(rolled_back_note(actions, earlier=True, previous=previous), run_id)
 
     @staticmethod
     def _first_step(config: Mapping[str, Any] | None) -> tuple[Any, str, str, bool] | None:
@@ -711,8 +729,9 @@ def _brief(rec: rac.Record) -> str:
 
 
 class Note(str):
-    """What the model is told about a rolled-back run (``about``: its id, which the tool
-    message carrying it names in ``response_metadata["rac_rolled_back"]``)."""
+    """What the model is told about a rolled-back run (``about``: its id, or the ids of
+    several joined by commas, which the message carrying it, or the model's answer to it,
+    names in ``response_metadata["rac_rolled_back"]``)."""
 
     about: str
 
@@ -727,26 +746,29 @@ TOLD_KEY = "rac_rolled_back"
 
 
 def _told_in(state: Any, run_id: str) -> bool:
-    """Whether a tool message of ``state`` told the model that ``run_id`` was rolled back."""
+    """Whether a message of ``state`` (a tool message that told it, or a model answer given
+    after a notice) shows the model was told that ``run_id`` was rolled back."""
     if state is None:
         return False
     messages = state.get("messages") if isinstance(state, Mapping) else getattr(
         state, "messages", None)
     if not isinstance(messages, list):
         return False
-    return any((getattr(m, "response_metadata", None) or {}).get(TOLD_KEY) == run_id
-               for m in messages)
+    return any(run_id in str((getattr(m, "response_metadata", None) or {}).get(TOLD_KEY, ""))
+               .split(",") for m in messages)
 
 
-def rolled_back_note(actions: Sequence[rac.Record], *, earlier: bool = False) -> str:
+def rolled_back_note(actions: Sequence[rac.Record], *, earlier: bool = False,
+                     previous: bool = True) -> str:
     """What the model is told about a turn that recovery rolled back while the thread was
-    away (``earlier``: the thread's previous turn, after it ended): what was undone, and what
-    is still live or in doubt."""
+    away (``earlier``: an earlier turn of the thread, after it ended; ``previous``: the one
+    just before): what was undone, and what is still live or in doubt."""
     undone = [_brief(r) for r in reversed(actions) if r.status is RecordStatus.COMPENSATED]
     left = [_brief(r) for r in reversed(actions)
             if r.status in (RecordStatus.COMPENSATION_FAILED, *_UNSETTLED)]
     if earlier:
-        text = ("RAC: the previous turn of this conversation was rolled back after it ended "
+        which = "the previous turn" if previous else "an earlier turn"
+        text = (f"RAC: {which} of this conversation was rolled back after it ended "
                 "(rac recover: the process running it had stopped with work unsettled). ")
     else:
         text = ("RAC: this turn was rolled back after the process running it stopped "

@@ -1,6 +1,7 @@
 """An async graph never waits on RAC's log on its event loop: every write of a turn (the run's
-row, each call's intent and outcome, the run completed after each tool step) is made while the
-loop goes on running other coroutines.
+row, each call's intent and outcome, the run completed after each tool step) and every read
+of it (finding a checkpointed turn's run, an earlier turn's rollback) is made while the loop
+goes on running other coroutines.
 
 The log's commits wait until the loop has run on, as a slow disk would keep them: a commit made
 on the loop's own thread is recorded as such (and not kept waiting: the loop could not run on),
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
 
 import rac
 from rac.stores.sqlite import SQLiteStore
@@ -56,6 +58,18 @@ class WaitsForTheLoop(SQLiteStore):
                 time.sleep(0.001)
         super().commit(changes, durable=durable)
 
+    def get_run(self, run_id: str) -> Any:
+        self._on_loop("get_run")
+        return super().get_run(run_id)
+
+    def get_records(self, run_id: str) -> Any:
+        self._on_loop("get_records")
+        return super().get_records(run_id)
+
+    def _on_loop(self, what: str) -> None:
+        if self.watching and threading.get_ident() == self.loop_thread:
+            self.on_the_loop.append(what)
+
 
 async def _watched(store: WaitsForTheLoop, work: Any) -> None:
     """Run ``work`` while a coroutine ticks the loop."""
@@ -80,6 +94,7 @@ async def _watched(store: WaitsForTheLoop, work: Any) -> None:
 @pytest.mark.parametrize("hand_built", [False, True])
 async def test_an_async_turn_writes_its_log_off_the_event_loop(tmp_path: Path,
                                                                hand_built: bool) -> None:
+    """Without a checkpointer: every commit of the turn, its rollback's too, off the loop."""
     world = TravelWorld()
     world.fail("book_car", "permanent")
     store = WaitsForTheLoop(tmp_path / "rac.db")
@@ -99,4 +114,24 @@ async def test_an_async_turn_writes_its_log_off_the_event_loop(tmp_path: Path,
     assert store.commits >= 8
     [info] = store.list_runs()
     assert info.status is rac.RunStatus.COMPENSATED and world.live() == []
+    store.close()
+
+
+async def test_a_checkpointed_async_thread_reads_the_log_off_the_event_loop(
+        tmp_path: Path) -> None:
+    """With a checkpointer, finding a turn's run reads the log (is it a run to continue?), and
+    a new turn reads it for an earlier turn's rollback: off the loop too, in two turns."""
+    world = TravelWorld()
+    store = WaitsForTheLoop(tmp_path / "rac.db")
+    eng = lg.engine(store=store)
+    m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)), lg.say("Booked."),
+                 lg.turn(lg.call("book_hotel", **lg.HOTEL)), lg.say("Booked too."))
+    agent = create_agent(m, lg.world_tools(world), middleware=[RACMiddleware(rac=eng)],
+                         checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t-async"}}
+    for text in ("Book me a flight", "And a hotel"):
+        await _watched(store, agent.ainvoke({"messages": [("user", text)]}, config))
+    assert store.blocked == [] and store.on_the_loop == []
+    assert [r.status for r in store.list_runs()] == [rac.RunStatus.COMPLETED] * 2
+    assert sorted(b["kind"] for b in world.live()) == ["flight", "hotel"]
     store.close()

@@ -1,6 +1,8 @@
-"""A step whose checkpoint is not saved yet waits for it on the engine's clock, at most 30 s, and
-once per invocation; with ``durability="exit"`` (nothing is saved before the invocation ends)
-it does not wait. On virtual time: the waits are counted, not slept."""
+"""A step whose checkpoint is not saved yet waits for it, at most 30 s, and once per invocation;
+with ``durability="exit"`` (nothing is saved before the invocation ends) it does not wait. On
+virtual time: the wait's clock (``rac_langgraph.runs.SAVE_CLOCK``, real time by default: the
+save it waits for is LangGraph's background thread's) is a VirtualClock here, so the waits are
+counted, not slept."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 
 import rac
+import rac_langgraph.runs
 from rac.testing import TravelWorld, VirtualClock
 from rac_langgraph import RACMiddleware
 from rac_langgraph.runs import _SAVE_WAIT
@@ -44,9 +47,10 @@ def _trip(world: TravelWorld, eng: rac.RAC, saver: Any) -> tuple[Any, lg.Scripte
 
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
-        use_async: bool) -> None:
+        use_async: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     world, clock = TravelWorld(), VirtualClock()
-    eng = lg.engine(clock=clock)
+    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
+    eng = lg.engine()
     start = clock.now()
     for n in (1, 2):  # two turns of one thread, nothing of them ever saved
         agent, _ = _trip(world, eng, NeverSaves())
@@ -67,9 +71,11 @@ async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
 
 
 @pytest.mark.parametrize("saver", [InMemorySaver, NeverSaves])
-def test_durability_exit_never_waits(saver: type[InMemorySaver]) -> None:
+def test_durability_exit_never_waits(saver: type[InMemorySaver],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     world, clock = TravelWorld(), VirtualClock()
-    eng = lg.engine(clock=clock)
+    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
+    eng = lg.engine()
     start = clock.now()
     agent, _ = _trip(world, eng, saver())
     agent.invoke({"messages": [("user", "trip")]}, {"configurable": {"thread_id": "t"}},

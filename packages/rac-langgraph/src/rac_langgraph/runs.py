@@ -22,16 +22,18 @@ invocation (``with engine.run(): graph.invoke(...)``) takes precedence over both
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import rac
 import rac.mcp
 from rac.adapters import RunRegistry, ToolSetCache, registry_of
+from rac.clock import Clock, SystemClock
 from rac.events import emit
 from rac.leases import claim
 from rac.models import RecordKind, RecordStatus, RunStatus
@@ -43,9 +45,13 @@ T = TypeVar("T")
 #: Key of ``engine.extensions`` that holds the registry, so it lives and dies with the engine.
 _KEY = "rac_langgraph.turns"
 #: How long a step waits, at most, for LangGraph to save the checkpoint it runs from (saves run
-#: in the background with ``durability="async"``), in seconds of the engine's clock; then the
-#: turn is found in this process only (once per invocation: its later steps know its anchor).
+#: in the background with ``durability="async"``), in seconds; then the turn is found in this
+#: process only (once per invocation: its later steps know its anchor).
 _SAVE_WAIT = 30.0
+#: The clock of that wait: real time, whatever the engine's clock (the save is made by
+#: LangGraph's own background thread, in real time); a test may put a
+#: :class:`rac.testing.VirtualClock` here to count the wait instead of sleeping it.
+SAVE_CLOCK: Clock = SystemClock()
 #: How many saved checkpoints older than a step's unsaved one are read at most.
 _LIST_LIMIT = 64
 
@@ -185,15 +191,23 @@ class _List:
 
 
 @dataclass(slots=True)
+class _Log:
+    """Read RAC's log: ``read()`` (off the event loop on the async path when the store
+    blocks)."""
+
+    read: Callable[[], Any]
+
+
+@dataclass(slots=True)
 class _Sleep:
-    """Wait ``seconds`` on the engine's clock."""
+    """Wait ``seconds`` on :data:`SAVE_CLOCK`."""
 
     seconds: float
 
 
 #: A search over the checkpointer written once for both paths: it yields the reads and waits
 #: it needs, and :func:`_drive` (blocking) or :func:`_adrive` (async) performs them.
-_Reads = Generator[_Get | _List | _Sleep, Any, T]
+_Reads = Generator[_Get | _List | _Log | _Sleep, Any, T]
 
 
 def _next(reads: _Reads[T], send: Any) -> tuple[bool, Any]:
@@ -204,33 +218,40 @@ def _next(reads: _Reads[T], send: Any) -> tuple[bool, Any]:
         return True, stop.value
 
 
-def _drive(reads: _Reads[T], saver: Any, clock: Any) -> T:
+def _drive(reads: _Reads[T], saver: Any) -> T:
     """Run ``reads`` with the checkpointer's blocking methods."""
     done, want = _next(reads, None)
     while not done:
-        if isinstance(want, _Get):
+        if isinstance(want, _Log):
+            got = want.read()
+        elif isinstance(want, _Get):
             got = saver.get_tuple(want.config)
         elif isinstance(want, _List):
             got = list(saver.list(_thread_config(want.thread), before=want.before,
                                   limit=want.limit, filter=want.filter))
         else:
-            got = clock.sleep(want.seconds)
+            SAVE_CLOCK.sleep(want.seconds)
+            got = None
         done, want = _next(reads, got)
     return want  # type: ignore[no-any-return]
 
 
-async def _adrive(reads: _Reads[T], saver: Any, clock: Any) -> T:
-    """Run ``reads`` with the checkpointer's async methods."""
+async def _adrive(reads: _Reads[T], saver: Any, offload: bool) -> T:
+    """Run ``reads`` with the checkpointer's async methods; RAC's log is read on a worker
+    thread when ``offload`` (its store blocks)."""
     done, want = _next(reads, None)
     while not done:
-        if isinstance(want, _Get):
+        if isinstance(want, _Log):
+            got = await asyncio.to_thread(want.read) if offload else want.read()
+        elif isinstance(want, _Get):
             got = await saver.aget_tuple(want.config)
         elif isinstance(want, _List):
             got = [c async for c in saver.alist(_thread_config(want.thread),
                                                 before=want.before, limit=want.limit,
                                                 filter=want.filter)]
         else:
-            got = await clock.asleep(want.seconds)
+            await SAVE_CLOCK.asleep(want.seconds)
+            got = None
         done, want = _next(reads, got)
     return want  # type: ignore[no-any-return]
 
@@ -290,8 +311,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         on first use); ``runtime`` is the step's (it tells whether the thread is persisted)."""
         found = _checkpointed(config)
         if found is not None:
-            return _drive(self._find_turn(found, state, config, agent_id), found[0],
-                          self.engine.clock)
+            return _drive(self._find_turn(found, state, config, agent_id), found[0])
         return self._turn_in_process(state, config, agent_id, runtime)
 
     async def aturn_run(self, state: Any, config: Mapping[str, Any] | None,
@@ -300,7 +320,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = _checkpointed(config)
         if found is not None:
             return await _adrive(self._find_turn(found, state, config, agent_id), found[0],
-                                 self.engine.clock)
+                                 self._offloads)
         return self._turn_in_process(state, config, agent_id, runtime)
 
     def _find_turn(self, found: tuple[Any, str, str], state: Any,
@@ -308,7 +328,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         """:meth:`turn_run` on a checkpointed thread, its reads yielded (see :func:`_drive`)."""
         _saver, thread, root = found
         anchor = yield from self._find_anchor(thread, root, config, True)
-        run = self._durable(thread, anchor, agent_id)
+        run = yield from self._find_durable(thread, anchor, agent_id)
         if self._first_check(config, root):
             self._keep_note(run, (yield from self._find_earlier(thread, root, config, state)))
         return run
@@ -320,6 +340,19 @@ class TurnRuns(RunRegistry[TurnKey]):
         key = turn_key(state, config)
         self._note_latest(key)
         return self.run_for(key, agent_id=agent_id)
+
+    def _find_durable(self, thread: str, anchor: str, agent_id: str) -> _Reads[rac.Run]:
+        """:meth:`_durable`; the first time, opening the run reads the log (yielded)."""
+        if (thread, "input", anchor) in self:
+            return self._durable(thread, anchor, agent_id)
+        run: rac.Run = yield _Log(lambda: self._durable(thread, anchor, agent_id))
+        return run
+
+    @property
+    def _offloads(self) -> bool:
+        """Whether the log's reads block (a disk, a server): then the async path makes them on
+        a worker thread."""
+        return bool(getattr(self.engine.store, "blocking", True))
 
     def _durable(self, thread: str, anchor: str, agent_id: str) -> rac.Run:
         run_id = turn_run_id(thread, anchor)
@@ -376,8 +409,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         invocation's (its step is the one the invocation started at); else, after waiting for
         the save (saves are made in order, so the lineage is then saved too), the walk;
         never saved, this process's anchor for the invocation (its checkpoint's id)."""
-        return _drive(self._find_anchor(thread, checkpoint_id, config, wait), saver,
-                      self.engine.clock)
+        return _drive(self._find_anchor(thread, checkpoint_id, config, wait), saver)
 
     def _find_anchor(self, thread: str, checkpoint_id: str, config: Mapping[str, Any] | None,
                      wait: bool) -> _Reads[str]:
@@ -396,7 +428,7 @@ class TurnRuns(RunRegistry[TurnKey]):
             if own is not None:
                 return own
             if wait and _may_be_saved(config):
-                clock = self.engine.clock
+                clock = SAVE_CLOCK
                 deadline = clock.now() + _SAVE_WAIT
                 pause = 0.0005
                 while found is None and clock.now() < deadline:
@@ -579,8 +611,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         found = self._first_step(config)
         if found is None:
             return None
-        return _drive(self._find_resumed_note(found, config, agent_id, state), found[0],
-                      self.engine.clock)
+        return _drive(self._find_resumed_note(found, config, agent_id, state), found[0])
 
     async def aresumed_note(self, config: Mapping[str, Any] | None, agent_id: str,
                             state: Any = None) -> str | None:
@@ -589,7 +620,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         if found is None:
             return None
         return await _adrive(self._find_resumed_note(found, config, agent_id, state),
-                             found[0], self.engine.clock)
+                             found[0], self._offloads)
 
     def _find_resumed_note(self, found: tuple[Any, str, str, bool],
                            config: Mapping[str, Any] | None, agent_id: str,
@@ -600,7 +631,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         if resumed and (root in self._anchors
                         or (yield _Get(_lookup(thread, root))) is not None):
             anchor = yield from self._find_anchor(thread, root, config, False)
-            note = self.take_note(self._durable(thread, anchor, agent_id))
+            note = self.take_note((yield from self._find_durable(thread, anchor, agent_id)))
         if note is None and self._first_check(config, root):
             note = yield from self._find_earlier(thread, root, config, state)
         return note
@@ -641,8 +672,12 @@ class TurnRuns(RunRegistry[TurnKey]):
             step = (c.metadata or {}).get("step")
             if isinstance(step, int) and step < start and _cid(c) not in anchors:
                 anchors.append(_cid(c))
-        notes = [n for i, a in enumerate(anchors[:_EARLIER_TURNS + 1])
-                 if (n := self._earlier_note(thread, a, state, previous=i == 0)) is not None]
+        def read() -> list[Note]:
+            return [n for i, a in enumerate(anchors[:_EARLIER_TURNS + 1])
+                    if (n := self._earlier_note(thread, a, state, previous=i == 0))
+                    is not None]
+
+        notes: list[Note] = yield _Log(read)
         if not notes:
             return None
         return Note("\n\n".join(notes), ",".join(n.about for n in notes))

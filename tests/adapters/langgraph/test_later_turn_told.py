@@ -30,6 +30,30 @@ def _next_turn(world: TravelWorld, eng: rac.RAC, threads: Path, text: str) -> An
     return m
 
 
+def _recover(log: Path, world: TravelWorld) -> Any:
+    """A restart's `rac recover`: the turn left running is rolled back (the flight cancelled;
+    the hotel, with nothing to undo it by, stays named)."""
+    restarted = _engine(log, world)
+    [recovered] = restarted.recover(stale_after=0.0)
+    assert [b["kind"] for b in world.live()] == ["hotel"]
+    restarted.close()
+    return recovered
+
+
+def _told_first(world: TravelWorld, log: Path, threads: Path, which: str) -> rac.RAC:
+    """The next turn, in a fresh process (its engine returned, open): before it answers, the
+    model hears that ``which`` turn was rolled back (what was undone, what was not)."""
+    fresh = _engine(log, world)
+    m = _next_turn(world, fresh, threads, "The flight was cancelled; the hotel may be live.")
+    system = m.seen[0][0]
+    assert isinstance(system, SystemMessage), m.seen[0]
+    assert system.content.startswith(f"RAC: {which} turn of this conversation was rolled "
+                                     "back"), system.content
+    assert "book_flight FL-101" in system.content
+    assert "Not undone" in system.content and "book_hotel" in system.content
+    return fresh
+
+
 def test_the_next_turn_hears_of_a_rollback_made_after_its_predecessor_ended(
         tmp_path: Path) -> None:
     world_path, log, threads = _crash(tmp_path, "after")  # the hotel booked, then the crash
@@ -44,23 +68,8 @@ def test_the_next_turn_hears_of_a_rollback_made_after_its_predecessor_ended(
     assert info.status is rac.RunStatus.RUNNING
     resumed.close()
 
-    # A restart: `rac recover` rolls the turn back (the flight is cancelled; the hotel, with
-    # nothing to undo it by, stays named).
-    restarted = _engine(log, world)
-    [recovered] = restarted.recover(stale_after=0.0)
-    assert recovered.run_id == info.run_id
-    assert [b["kind"] for b in world.live()] == ["hotel"]
-    restarted.close()
-
-    # The next turn, in a fresh process: before it answers, the model hears of it.
-    fresh = _engine(log, world)
-    m2 = _next_turn(world, fresh, threads, "The flight was cancelled; the hotel may be live.")
-    system = m2.seen[0][0]
-    assert isinstance(system, SystemMessage), m2.seen[0]
-    assert system.content.startswith("RAC: the previous turn of this conversation was rolled "
-                                     "back"), system.content
-    assert "book_flight FL-101" in system.content
-    assert "Not undone" in system.content and "book_hotel" in system.content
+    assert _recover(log, world).run_id == info.run_id
+    fresh = _told_first(world, log, threads, "the previous")
     # Once: the turn after it hears nothing more.
     m3 = _next_turn(world, fresh, threads, "Nothing else changed.")
     assert not any(isinstance(x, SystemMessage) for x in m3.seen[0])
@@ -105,19 +114,8 @@ def test_a_rollback_found_after_later_turns_ran_is_told_once(tmp_path: Path) -> 
     assert not any(isinstance(x, SystemMessage) for x in m1.seen[0])
     resumed.close()
 
-    restarted = _engine(log, world)
-    [recovered] = restarted.recover(stale_after=0.0)
-    assert [b["kind"] for b in world.live()] == ["hotel"]
-    restarted.close()
-
-    fresh = _engine(log, world)
-    m2 = _next_turn(world, fresh, threads, "The flight was cancelled.")
-    system = m2.seen[0][0]
-    assert isinstance(system, SystemMessage), m2.seen[0]
-    assert system.content.startswith("RAC: an earlier turn of this conversation was rolled "
-                                     "back"), system.content
-    assert "book_flight FL-101" in system.content and recovered.run_id
-    fresh.close()
+    _recover(log, world)
+    _told_first(world, log, threads, "an earlier").close()
     later = _engine(log, world)
     m3 = _next_turn(world, later, threads, "Nothing else changed.")
     assert not any(isinstance(x, SystemMessage) for x in m3.seen[0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -132,23 +132,15 @@ class RACToolCalls:
 
             def via(a: dict[str, Any]) -> Any:
                 guard = _Guard(other)
-                token = _NEST.set(_Nest(run, name, call.get("id")))
-                try:
-                    with Delegation() as inside:
-                        result = execute_(_for_tool(request, guard, a))
-                finally:
-                    _NEST.reset(token)
+                with _Inside(run, name, call.get("id")) as inside:
+                    result = execute_(_for_tool(request, guard, a))
                 return held.keep(_told_inside(result, inside), request, guard)
             return via
 
         def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
-            token = _NEST.set(_Nest(run, requested, call.get("id")))
-            try:
-                with Delegation() as inside:
-                    result = execute_(_with_args(request, a, guard))
-            finally:
-                _NEST.reset(token)
+            with _Inside(run, requested, call.get("id")) as inside:
+                result = execute_(_with_args(request, a, guard))
             return held.own(_told_inside(result, inside), request, run, guard)
 
         invoke = route(run, requested, own, through=through, direct=held.direct(request),
@@ -207,23 +199,15 @@ class RACToolCalls:
 
             async def via(a: dict[str, Any]) -> Any:
                 guard = _Guard(other)
-                token = _NEST.set(_Nest(run, name, call.get("id")))
-                try:
-                    with Delegation() as inside:
-                        result = await execute_(_for_tool(request, guard, a))
-                finally:
-                    _NEST.reset(token)
+                with _Inside(run, name, call.get("id")) as inside:
+                    result = await execute_(_for_tool(request, guard, a))
                 return held.keep(_told_inside(result, inside), request, guard)
             return via
 
         async def own(a: dict[str, Any]) -> Any:
             guard = _Guard(request.tool)
-            token = _NEST.set(_Nest(run, requested, call.get("id")))
-            try:
-                with Delegation() as inside:
-                    result = await execute_(_with_args(request, a, guard))
-            finally:
-                _NEST.reset(token)
+            with _Inside(run, requested, call.get("id")) as inside:
+                result = await execute_(_with_args(request, a, guard))
             return held.own(_told_inside(result, inside), request, run, guard)
 
         ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
@@ -470,6 +454,28 @@ def _told_inside(result: ToolResult, inside: Delegation) -> ToolResult:
 
 #: The RAC tool call running in this context, if any (see :class:`_Nest`).
 _NEST: ContextVar[_Nest | None] = ContextVar("rac_langgraph_call", default=None)
+
+
+class _Inside:
+    """``with``: a tool call of ``run`` under way in this context (see :class:`_Nest`), and a
+    :class:`rac.adapters.Delegation` collecting what the calls of an agent it runs were told
+    when they failed for good (the ``with`` gives it)."""
+
+    __slots__ = ("delegation", "nest", "token")
+
+    def __init__(self, run: rac.Run, tool: str, call_id: str | None) -> None:
+        self.nest = _Nest(run, tool, call_id)
+        self.delegation = Delegation()
+        self.token: Token[_Nest | None] | None = None
+
+    def __enter__(self) -> Delegation:
+        self.token = _NEST.set(self.nest)
+        return self.delegation.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.delegation.__exit__(None, None, None)
+        if self.token is not None:
+            _NEST.reset(self.token)
 
 
 def _as_agent_call(run: rac.Run, tool: str, call_id: str | None, scope: str) -> None:

@@ -13,12 +13,17 @@ next, in a folder of one temporary directory (one disk):
   journal: what a DBOS user on SQLite gets without configuring anything);
 * ``agent-saga-file``: a ``COMPENSABLE`` tool in a ``saga_scope`` whose write-ahead log is
   agent-saga's ``FileWAL`` on a file (it waits for a flush and ``fsync`` before each
-  compensable effect).
+  compensable effect);
+* with ``RAC_BENCH_POSTGRES_URL`` (a database of its own) or ``RAC_TEST_POSTGRES_URL``:
+  ``rac-postgres`` (RAC's PostgreSQL log) and ``dbos-postgres`` (DBOS's system database on the
+  same server), each in a schema of its own.
 
 Figures: microseconds per call (the median of the timed blocks, each ``steps`` calls over
-``steps``, from rounds run in alternating order of the approaches), flushes to disk per call (``fsync``/``fdatasync`` counted with ``strace -f``
+``steps``, from rounds run in alternating order of the approaches; the ratios also round by
+round, their median and range), flushes to disk per call (``fsync``/``fdatasync`` counted with ``strace -f``
 in a child process, when strace is installed), and RAC's ratio to each peer (the issue's
-targets: at most 0.3x DBOS's durable step and 0.6x agent-saga's). Wall-clock on whatever
+targets: at most 0.3x DBOS's durable step, on SQLite and on PostgreSQL, and 0.6x
+agent-saga's). Wall-clock on whatever
 machine runs this; the load average is recorded with the figures.
 """
 
@@ -44,6 +49,9 @@ from typing import Any
 OUT = Path(__file__).resolve().parents[1] / "results" / "durable_peers.json"
 MARK_START, MARK_END = b"RAC-BENCH-START\n", b"RAC-BENCH-END\n"
 APPROACHES = ("rac-sqlite", "dbos-sqlite-wal", "dbos-sqlite", "agent-saga-file")
+#: Run when a PostgreSQL database is given: RAC's PostgreSQL log beside DBOS's system database
+#: on the same server (a schema of its own each, dropped afterwards).
+PG_APPROACHES = ("rac-postgres", "dbos-postgres")
 
 
 def act(n: int) -> dict[str, Any]:
@@ -133,7 +141,78 @@ def agent_saga_file(folder: Path) -> tuple[Callable[[int], None], Callable[[], N
     return (lambda n: asyncio.run(batch(n))), (lambda: None)
 
 
+def pg_url() -> str | None:
+    """The PostgreSQL database the PostgreSQL rows use (a database of its own, else the tests')."""
+    return os.environ.get("RAC_BENCH_POSTGRES_URL") or os.environ.get("RAC_TEST_POSTGRES_URL")
+
+
+def rac_postgres(base: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    import uuid
+
+    import structlog
+
+    import rac
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    url = f"{base}{'&' if '?' in base else '?'}rac_schema=rac_peers_{uuid.uuid4().hex[:8]}"
+    engine = rac.RAC(compensations={"act": "undo"}, tools=[act, undo], store=url,
+                     load_entrypoints=False)
+    run = engine.run()
+    run.start()
+    counter = [0]
+
+    def calls(n: int) -> None:
+        for _ in range(n):
+            counter[0] += 1
+            run.call(act, n=counter[0])
+
+    def close() -> None:
+        store: Any = engine.store
+        engine.close()
+        store.drop_schema()
+        store.close()
+
+    return calls, close
+
+
+def dbos_postgres(base: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    import uuid
+
+    import psycopg
+    from dbos import DBOS, DBOSConfig
+
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)
+    schema = f"dbos_peers_{uuid.uuid4().hex[:8]}"
+    config: DBOSConfig = {"name": "rac-bench", "system_database_url": base,
+                          "dbos_system_schema": schema, "log_level": "CRITICAL"}
+    DBOS(config=config)
+
+    @DBOS.step()
+    def step(n: int) -> dict[str, Any]:
+        return act(n)
+
+    @DBOS.workflow()
+    def workflow(n: int) -> int:
+        for i in range(n):
+            step(i)
+        return n
+
+    DBOS.launch()
+
+    def close() -> None:
+        DBOS.destroy()
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+    return (lambda n: workflow(n)), close
+
+
 def make(name: str, folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    base = pg_url()
+    if name == "rac-postgres" and base:
+        return rac_postgres(base)
+    if name == "dbos-postgres" and base:
+        return dbos_postgres(base)
     if name == "rac-sqlite":
         return rac_sqlite(folder)
     if name == "dbos-sqlite-wal":
@@ -202,7 +281,7 @@ def main(argv: list[str]) -> int:
         child(argv[1], argv[2], int(argv[3]), int(argv[4]), argv[5] == "1")
         return 0
     quick = "--quick" in argv
-    steps, blocks, rounds = (50, 2, 2) if quick else (200, 3, 4)
+    steps, blocks, rounds = (50, 2, 2) if quick else (100, 2, 8)
     results: dict[str, Any] = {
         "python": sys.version.split()[0], "machine": platform.machine(),
         "cpus": os.cpu_count(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -212,28 +291,50 @@ def main(argv: list[str]) -> int:
                                                                          else ""),
         "approaches": {}}
     have_strace = shutil.which("strace") is not None
+    approaches = APPROACHES + (PG_APPROACHES if pg_url() else ())
+    if not pg_url():
+        results["postgres"] = "skipped: neither RAC_BENCH_POSTGRES_URL nor RAC_TEST_POSTGRES_URL"
     with tempfile.TemporaryDirectory(prefix="rac-peers-") as tmp:
         results["folder_filesystem"] = _filesystem(Path(tmp))
         # rounds in alternating order (A B C D, D C B A, ...): a change in the machine's load
         # falls on every approach alike
-        blocks_of: dict[str, list[float]] = {name: [] for name in APPROACHES}
-        loads: dict[str, list[float]] = {name: [] for name in APPROACHES}
+        blocks_of: dict[str, list[float]] = {name: [] for name in approaches}
+        loads: dict[str, list[float]] = {name: [] for name in approaches}
+        rounds_of: dict[str, list[float]] = {name: [] for name in approaches}
         for r in range(rounds):
-            for name in (APPROACHES if r % 2 == 0 else tuple(reversed(APPROACHES))):
+            for name in (approaches if r % 2 == 0 else tuple(reversed(approaches))):
                 row = timed(name, steps, blocks, Path(tmp))
                 blocks_of[name] += row["us_per_call_blocks"]
+                rounds_of[name].append(row["us_per_call"])
                 loads[name].append(row["load_average"])
-        for name in APPROACHES:
+        for name in approaches:
+            pg = name.endswith("-postgres")
             results["approaches"][name] = {
                 "us_per_call": round(statistics.median(blocks_of[name]), 1),
                 "us_per_call_blocks": blocks_of[name],
                 "load_average": round(statistics.mean(loads[name]), 1),
-                "fsyncs_per_call": (flushes(name, steps, Path(tmp)) if have_strace
+                "fsyncs_per_call": ("not counted: the server flushes" if pg else
+                                    flushes(name, steps, Path(tmp)) if have_strace
                                     else "skipped: strace is not installed")}
-    rac_us = results["approaches"]["rac-sqlite"]["us_per_call"]
-    results["ratios"] = {f"rac-sqlite / {name}": round(rac_us / row["us_per_call"], 3)
-                         for name, row in results["approaches"].items()
-                         if name != "rac-sqlite"}
+    rows = results["approaches"]
+    results["ratios"] = {f"rac-sqlite / {name}": round(rows["rac-sqlite"]["us_per_call"]
+                                                       / row["us_per_call"], 3)
+                         for name, row in rows.items() if name in APPROACHES[1:]}
+    if "rac-postgres" in rows:
+        results["ratios"]["rac-postgres / dbos-postgres"] = round(
+            rows["rac-postgres"]["us_per_call"] / rows["dbos-postgres"]["us_per_call"], 3)
+    # the same ratios taken round by round (RAC and the peer timed minutes apart at most),
+    # then their median and range: a disk whose flush latency changes from one minute to the
+    # next moves both sides of a round alike
+    pairs = [("rac-sqlite", name) for name in APPROACHES[1:]]
+    if "rac-postgres" in rows:
+        pairs.append(("rac-postgres", "dbos-postgres"))
+    results["paired_ratios"] = {}
+    for mine, peer in pairs:
+        each = [a / b for a, b in zip(rounds_of[mine], rounds_of[peer], strict=True)]
+        results["paired_ratios"][f"{mine} / {peer}"] = {
+            "median": round(statistics.median(each), 3), "min": round(min(each), 3),
+            "max": round(max(each), 3), "rounds": len(each)}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

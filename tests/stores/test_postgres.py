@@ -194,3 +194,47 @@ def test_a_process_killed_holding_an_outcome_leaves_the_call_in_doubt(url: str) 
             ("book_flight", "maybe")]
     finally:
         engine.close()
+
+
+def _hold_then_commit(store: PostgresStore) -> None:
+    import os
+
+    from rac.stores.changes import Append, UpdateRecord
+
+    try:
+        store.commit([UpdateRecord("forked", 1, {"status": RecordStatus.COMPLETED})],
+                     durable=False)
+        store.commit([Append(make_record("forked", 2))])
+        store.close()
+    finally:
+        os._exit(0)
+
+
+def test_a_forked_process_writes_what_it_holds_not_what_its_parent_holds(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rac.stores.changes import UpdateRecord
+
+    monkeypatch.setattr("rac.stores.postgres.HOLD_SECONDS", 3600.0)
+    store = PostgresStore(url)
+    try:
+        store.create_run(RunInfo("forked"))
+        store.append(make_record("forked", 1))
+        store.append(make_record("forked", 3))
+        store.commit([UpdateRecord("forked", 3, {"status": RecordStatus.FAILED})],
+                     durable=False)  # held by the parent
+        proc = multiprocessing.get_context("fork").Process(target=_hold_then_commit,
+                                                          args=(store,))
+        proc.start()
+        proc.join(120)
+        assert proc.exitcode == 0
+        reader = PostgresStore(url)
+        try:
+            assert [(r.seq, r.status) for r in reader.get_records("forked")] == [
+                (1, RecordStatus.COMPLETED), (2, RecordStatus.PENDING),
+                (3, RecordStatus.PENDING)]  # the parent's held update is the parent's to send
+        finally:
+            reader.close()
+        store.flush()
+        assert store.get_records("forked")[2].status is RecordStatus.FAILED
+    finally:
+        store.close()

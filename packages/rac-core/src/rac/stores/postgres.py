@@ -136,6 +136,7 @@ class PostgresStore(SQLStore):
         #: that writes them if none comes (see the module's docstring)
         self._held: list[Change] = []
         self._timer: threading.Timer | None = None
+        self._held_pid = os.getpid()
         self._open(key)
 
     # -- held commits ---------------------------------------------------------------------------
@@ -146,8 +147,7 @@ class PostgresStore(SQLStore):
         if not changes:
             return
         with self._lock:
-            if self._pid != os.getpid():
-                self._held = []  # a forked copy: the parent writes what it holds
+            self._own_held()
             if not durable and not self.read_only and holdable(changes):
                 self._check_changes(changes)
                 self._held.extend(changes)
@@ -166,6 +166,12 @@ class PostgresStore(SQLStore):
                     self._write_held(held)
             super().commit(changes, durable=durable)
 
+    def _own_held(self) -> None:
+        """In a process forked from the one that made this store, forget what the parent
+        holds (the parent writes it) and its timer (call under ``_lock``)."""
+        if self._held_pid != os.getpid():
+            self._held, self._timer, self._held_pid = [], None, os.getpid()
+
     def _take_held(self) -> list[Change]:
         """What is held, no longer held (call under ``_lock``)."""
         held, self._held = self._held, []
@@ -181,8 +187,7 @@ class PostgresStore(SQLStore):
     def _flush_held(self) -> None:
         """Write what is held now, on its own."""
         with self._lock:
-            if self._pid != os.getpid():
-                self._held = []
+            self._own_held()
             held = self._take_held()
             if held:
                 self._write_held(held)

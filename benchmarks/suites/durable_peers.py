@@ -85,17 +85,11 @@ def rac_sqlite(folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]
     return calls, engine.close
 
 
-def dbos_sqlite(folder: Path, wal: bool) -> tuple[Callable[[int], None], Callable[[], None]]:
-    from dbos import DBOS, DBOSConfig
+def _dbos_workflow(config: Any) -> Callable[[int], None]:
+    """Launch DBOS with ``config`` and return a workflow of ``n`` durable steps of :func:`act`
+    (the one shape both DBOS rows time)."""
+    from dbos import DBOS
 
-    logging.getLogger("dbos").setLevel(logging.CRITICAL)
-    path = folder / ("dbos-wal.sqlite" if wal else "dbos.sqlite")
-    if wal:  # WAL is a property of the file: DBOS's connections then use it
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.close()
-    config: DBOSConfig = {"name": "rac-bench", "system_database_url": f"sqlite:///{path}",
-                          "log_level": "CRITICAL"}
     DBOS(config=config)
 
     @DBOS.step()
@@ -109,7 +103,24 @@ def dbos_sqlite(folder: Path, wal: bool) -> tuple[Callable[[int], None], Callabl
         return n
 
     DBOS.launch()
-    return (lambda n: workflow(n)), DBOS.destroy
+    def run(n: int) -> None:
+        workflow(n)
+
+    return run
+
+
+def dbos_sqlite(folder: Path, wal: bool) -> tuple[Callable[[int], None], Callable[[], None]]:
+    from dbos import DBOS, DBOSConfig
+
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)
+    path = folder / ("dbos-wal.sqlite" if wal else "dbos.sqlite")
+    if wal:  # WAL is a property of the file: DBOS's connections then use it
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.close()
+    config: DBOSConfig = {"name": "rac-bench", "system_database_url": f"sqlite:///{path}",
+                          "log_level": "CRITICAL"}
+    return _dbos_workflow(config), DBOS.destroy
 
 
 def agent_saga_file(folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -185,26 +196,14 @@ def dbos_postgres(base: str) -> tuple[Callable[[int], None], Callable[[], None]]
     schema = f"dbos_peers_{uuid.uuid4().hex[:8]}"
     config: DBOSConfig = {"name": "rac-bench", "system_database_url": base,
                           "dbos_system_schema": schema, "log_level": "CRITICAL"}
-    DBOS(config=config)
-
-    @DBOS.step()
-    def step(n: int) -> dict[str, Any]:
-        return act(n)
-
-    @DBOS.workflow()
-    def workflow(n: int) -> int:
-        for i in range(n):
-            step(i)
-        return n
-
-    DBOS.launch()
+    workflow = _dbos_workflow(config)
 
     def close() -> None:
         DBOS.destroy()
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
 
-    return (lambda n: workflow(n)), close
+    return workflow, close
 
 
 def make(name: str, folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]:

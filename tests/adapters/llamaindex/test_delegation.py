@@ -35,6 +35,26 @@ def _executor(namespace: dict[str, Any]) -> Any:
     return execute
 
 
+def _world_without_cars() -> tuple[TravelWorld, rac.RAC]:
+    world = TravelWorld()
+    world.fail("book_car", "permanent", message="no cars")
+    return world, engine()
+
+
+def _agent_tool(world: TravelWorld, rac_engine: rac.RAC, name: str,
+                script: list[Any]) -> FunctionTool:
+    """``ask_<name>``: a tool awaiting the ``run()`` of an enabled agent playing ``script``
+    with the world's tools (an agent used as a tool)."""
+    agent = enable_rac(FunctionAgent(name=name, llm=ScriptedModel(script).function_calling_llm(),
+                                     tools=world_tools(world)), rac_engine)
+
+    async def ask(request: str) -> str:
+        return str(await agent.run(user_msg=request))
+
+    return FunctionTool.from_defaults(async_fn=ask, name=f"ask_{name}",
+                                      description=f"Ask the {name} agent.")
+
+
 def _code(text: str) -> str:
     return f"<execute>\n{text}\n</execute>"
 
@@ -85,23 +105,13 @@ async def test_an_agent_used_as_a_tool_joins_the_run_and_its_rollback_is_heard()
     """The delegate's own call fails for good: the whole run (the parent's booking too) is
     rolled back, and the parent's model hears it through the delegating tool's output, though
     the delegate's model says nothing of it."""
-    world = TravelWorld()
-    world.fail("book_car", "permanent", message="no cars")
-    rac_engine = engine()
-    driver = enable_rac(FunctionAgent(
-        name="driver", llm=ScriptedModel([[("book_car", PAR_CAR)], "Done."])
-        .function_calling_llm(), tools=world_tools(world)), rac_engine)
-
-    async def ask_driver(request: str) -> str:
-        """Ask the car agent."""
-        return str(await driver.run(user_msg=request))
-
+    world, rac_engine = _world_without_cars()
+    ask_driver = _agent_tool(world, rac_engine, "driver", [[("book_car", PAR_CAR)], "Done."])
     model = ScriptedModel([[("book_flight", PAR_FLIGHT)], [("ask_driver", {"request": "car"})],
                            "Sorry."])
     planner = enable_rac(FunctionAgent(
         name="planner", llm=model.function_calling_llm(),
-        tools=[FunctionTool.from_defaults(async_fn=ask_driver), *world_tools(world)]),
-        rac_engine, delegates=["ask_driver"])
+        tools=[ask_driver, *world_tools(world)]), rac_engine, delegates=["ask_driver"])
     handler = planner.run(user_msg="trip")
     assert str(await handler) == "Sorry."
 
@@ -117,23 +127,13 @@ async def test_an_agent_used_as_a_tool_joins_the_run_and_its_rollback_is_heard()
 async def test_an_undeclared_agent_tool_is_named_in_a_warning() -> None:
     """Without ``delegates=`` the delegating call is logged as a side effect RAC cannot undo
     (the run ends needing attention, never clean); the log says which tool to declare."""
-    world = TravelWorld()
-    world.fail("book_car", "permanent", message="no cars")
-    rac_engine = engine()
-    flights = enable_rac(FunctionAgent(
-        name="flights", llm=ScriptedModel([[("book_flight", PAR_FLIGHT)], "Booked."])
-        .function_calling_llm(), tools=world_tools(world)), rac_engine)
-
-    async def ask_flights(request: str) -> str:
-        """Ask the flights agent."""
-        return str(await flights.run(user_msg=request))
-
+    world, rac_engine = _world_without_cars()
+    ask_flights = _agent_tool(world, rac_engine, "flights",
+                              [[("book_flight", PAR_FLIGHT)], "Booked."])
     planner = enable_rac(FunctionAgent(
         name="planner", llm=ScriptedModel([[("ask_flights", {"request": "fly"})],
                                            [("book_car", PAR_CAR)], "Sorry."])
-        .function_calling_llm(),
-        tools=[FunctionTool.from_defaults(async_fn=ask_flights), *world_tools(world)]),
-        rac_engine)
+        .function_calling_llm(), tools=[ask_flights, *world_tools(world)]), rac_engine)
     with capture_logs() as logs:
         handler = planner.run(user_msg="trip")
         await handler

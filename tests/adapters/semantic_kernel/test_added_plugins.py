@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from semantic_kernel import Kernel
+from semantic_kernel.agents import ChatCompletionAgent
 from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.functions import kernel_function
 from structlog.testing import capture_logs
@@ -17,7 +19,7 @@ import rac
 from rac.models import RecordKind
 from rac.testing import TRAVEL_COMPENSATIONS, TravelWorld
 from rac_semantic_kernel import enable_rac
-from rac_semantic_kernel.testing import Call
+from rac_semantic_kernel.testing import Call, ScriptedChatCompletion
 from tests.adapters.semantic_kernel.support import CAR, FLIGHT, travel_kernel, trip_agent
 
 SPA = Call("extras", "book_spa", {"guest": "ann"})
@@ -53,13 +55,21 @@ class SpaWithoutUndo:
         return {"booking_id": "SPA-1"}
 
 
-async def test_a_plugin_added_mid_run_is_guarded_and_undone(
-        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+def _spa_trip(world: TravelWorld, make_engine: Callable[..., rac.RAC], answer: str
+              ) -> tuple[rac.RAC, Kernel, ChatCompletionAgent, ScriptedChatCompletion]:
+    """An enabled trip agent whose engine declares the spa's compensation, the spa plugin not
+    added yet; its model books a flight, then a spa and a car, then says ``answer``."""
     engine = make_engine(compensations={**TRAVEL_COMPENSATIONS, "book_spa": "cancel_spa"},
                          tools=None)
     kernel = travel_kernel(world)
-    agent, model = trip_agent(kernel, [[FLIGHT], "Flight booked.", [SPA], [CAR], "Sorry."])
+    agent, model = trip_agent(kernel, [[FLIGHT], "Flight booked.", [SPA], [CAR], answer])
     enable_rac(agent, rac=engine)
+    return engine, kernel, agent, model
+
+
+async def test_a_plugin_added_mid_run_is_guarded_and_undone(
+        world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
+    engine, kernel, agent, model = _spa_trip(world, make_engine, "Sorry.")
     world.fail("book_car", "permanent", message="no cars")
     spa = Spa()
     async with engine.run(agent_id="trip") as run:
@@ -74,11 +84,7 @@ async def test_a_plugin_added_mid_run_is_guarded_and_undone(
 
 async def test_a_plugin_added_without_its_compensator_is_refused_not_raised(
         world: TravelWorld, make_engine: Callable[..., rac.RAC]) -> None:
-    engine = make_engine(compensations={**TRAVEL_COMPENSATIONS, "book_spa": "cancel_spa"},
-                         tools=None)
-    kernel = travel_kernel(world)
-    agent, model = trip_agent(kernel, [[FLIGHT], "Flight booked.", [SPA], [CAR], "Done."])
-    enable_rac(agent, rac=engine)
+    engine, kernel, agent, model = _spa_trip(world, make_engine, "Done.")
     spa = SpaWithoutUndo()
     with capture_logs() as logs:
         async with engine.run(agent_id="trip") as run:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from semantic_kernel import Kernel
-from semantic_kernel.agents import ChatCompletionAgent
+from semantic_kernel.agents import ChatCompletionAgent, ChatHistoryAgentThread
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
-from semantic_kernel.contents import FunctionResultContent
+from semantic_kernel.contents import ChatHistory, ChatMessageContent, FunctionResultContent
 from semantic_kernel.exceptions import OperationCancelledException
 from semantic_kernel.filters import FilterTypes, FunctionInvocationContext
 from semantic_kernel.functions import FunctionResult, kernel_function
@@ -105,9 +106,57 @@ class SemanticKernelHarness:
         return asyncio.run(kernel.invoke(plugin_name="travel", function_name=tool, **args))
 
 
-    # Promises 4 and 7 are not run: Semantic Kernel keeps no state of its own to resume an
-    # agent's invocation from, and has no human-in-the-loop pause of a function call; a
-    # crashed process's runs are recovered at start-up (prepare_recovery, test_recovery.py).
+    # -- promise 4: a chat history saved during the invocation, restored after a crash -------
+    def run_persisted_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step], *,
+                           agent_id: str, state_path: Path) -> None:
+        """The turn streamed (``invoke_stream``), the app saving the thread's history after
+        each intermediate message (each function call and result), as SK's samples persist a
+        conversation (``ChatHistory.serialize``)."""
+
+        async def turn() -> None:
+            kernel = Kernel()
+            kernel.add_plugin(ConcurrentTravelPlugin(world), plugin_name="travel")
+            agent = self._agent(engine, kernel, ScriptedChatCompletion(_steps(script)),
+                                agent_id, len(script))
+            saved = ChatHistory()
+            saved.add_user_message("Book the trip.")
+
+            async def save(message: ChatMessageContent) -> None:
+                saved.add_message(message)
+                state_path.write_text(saved.serialize())
+
+            async for _ in agent.invoke_stream(messages="Book the trip.",
+                                               on_intermediate_message=save):
+                pass
+
+        asyncio.run(turn())
+
+    def resume_persisted_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step], *,
+                              agent_id: str, state_path: Path) -> TurnResult:
+        """The saved history restored (``ChatHistory.restore_chat_history``) into a
+        ``ChatHistoryAgentThread`` and the invocation resumed on it."""
+
+        async def turn() -> TurnResult:
+            kernel = Kernel()
+            kernel.add_plugin(ConcurrentTravelPlugin(world), plugin_name="travel")
+            model = ScriptedChatCompletion(_steps(script))
+            agent = self._agent(engine, kernel, model, agent_id, len(script))
+            thread = ChatHistoryAgentThread(
+                chat_history=ChatHistory.restore_chat_history(state_path.read_text()))
+            response = await agent.get_response(thread=thread)
+            return TurnResult(told=_told(model), final=str(response.message.content))
+
+        return asyncio.run(turn())
+
+    #: Promise 7 needs a pause that outlives the invocation; Semantic Kernel has none.
+    not_applicable = {"run_paused_turn": (
+        "Semantic Kernel has no human-in-the-loop pause that outlives an invocation: an "
+        "approval (a function-invocation filter awaiting a person, an orchestration's "
+        "human_response_function) is awaited inside the invocation with its run open, and "
+        "nothing is saved, cancelled and resumed, so no rollback of another run can come "
+        "between the pause and the approved call (a sibling's rollback refuses it as a batch, "
+        "promise 6); a saved chat history resumed after its run was rolled back is promise 4's "
+        "path (the resumed turn's first call is refused with what was undone)")}
 
     def run_delegating_turn(self, engine: RAC, world: TravelWorld, script: Sequence[Step],
                             delegate: Sequence[Step], *, agent_id: str) -> TurnResult:

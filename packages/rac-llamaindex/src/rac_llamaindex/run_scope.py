@@ -28,7 +28,7 @@ from llama_index.core.workflow import StopEvent
 from llama_index.core.workflow.handler import WorkflowHandler
 
 import rac
-from rac.adapters.resumed import RUN_ID_KEY, finished_notice, reopen, tell_first
+from rac.adapters.resumed import RUN_ID_KEY, continue_run
 from rac.events import emit
 from rac_llamaindex.tool_table import CALLING, RUN_CONTEXTS
 
@@ -111,22 +111,10 @@ def saved_run_id(ctx: Any) -> str | None:
 
 
 def _resumed_run(engine: rac.RAC, ctx: Any) -> rac.Run | None:
-    """The run a restored ``Context`` goes on with: the crashed run it was saved from,
-    reopened (its completed calls answered from the log, see :mod:`rac.adapters.resumed`);
-    or, when that run was rolled back while the context waited, a new run whose first call
-    tells the model what was undone; None for a context that resumes nothing."""
+    """The run a restored ``Context`` goes on with (see
+    :func:`rac.adapters.resumed.continue_run`); None for a context that resumes nothing."""
     run_id = saved_run_id(ctx)
-    if run_id is None:
-        return None
-    reopened = reopen(engine, run_id)
-    if reopened is not None:
-        return reopened
-    notice = finished_notice(engine, run_id)
-    if notice is None:
-        return None
-    fresh = engine.run()
-    tell_first(fresh, notice)
-    return fresh
+    return continue_run(engine, run_id) if run_id is not None else None
 
 
 def scoped_run(method: Callable[..., WorkflowHandler], engine_of: EngineOf,

@@ -33,6 +33,7 @@ from semantic_kernel.functions import FunctionResult, KernelArguments
 
 import rac
 from rac.adapters import CallRefused, Delegation, aexecute, aroute, failure_text
+from rac.adapters.resumed import RUN_ID_KEY
 from rac.events import emit
 from rac.run.outcome import unwrap
 from rac_semantic_kernel.declarations import adopt_declarations
@@ -340,6 +341,8 @@ class FunctionCallFilter:
         elif outcome.tool != name:  # an alternative answered for the requested function
             value = answered[0].value if answered[0] is not None else outcome.result
             ctx.function_result = FunctionResult(function=fn.metadata, value=value)
+        if own and ctx.function_result is not None:  # a history saved from here on and
+            ctx.function_result.metadata[RUN_ID_KEY] = run.run_id  # restored continues it
 
     def agent_of(self, kernel: Kernel, history: ChatHistory | None) -> str | None:
         """The agent id of a call made through ``kernel``: the one enabled for it; for a

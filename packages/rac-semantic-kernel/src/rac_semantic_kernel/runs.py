@@ -11,6 +11,14 @@ The run is marked completed after each call (``Run.finish``, which leaves a busy
 it stays joinable, so a later failure in the same invocation still undoes all of it. The runs
 are kept in a :class:`rac.adapters.RunRegistry`; a run is forgotten when its history dies (an
 agent's history dies with its invocation), so an object id is never reused as a key.
+
+A history saved during an invocation and restored in another process (``ChatHistory.serialize``
+/ ``restore_chat_history``, a ``ChatHistoryAgentThread`` built on it, resumed with
+``get_response(thread=...)``) goes on with the run its saved calls were part of: each function
+result of a run carries the run's id in its metadata (:data:`rac.adapters.resumed.RUN_ID_KEY`),
+and the first call on a restored history whose latest user turn holds such a result continues
+that run (see :func:`rac.adapters.resumed.continue_run`): the crashed process's calls are undone
+with the resumed ones, never left live behind an all-clear.
 """
 
 from __future__ import annotations
@@ -19,11 +27,12 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
-from semantic_kernel.contents import ChatHistory
+from semantic_kernel.contents import ChatHistory, FunctionResultContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 
 import rac
 from rac.adapters import RunRegistry, registry_of
+from rac.adapters.resumed import RUN_ID_KEY, continue_run
 
 
 def _anchor(history: ChatHistory) -> Any:
@@ -31,6 +40,20 @@ def _anchor(history: ChatHistory) -> Any:
     for message in reversed(history.messages):
         if message.role == AuthorRole.USER:
             return message
+    return None
+
+
+def saved_run_id(history: ChatHistory) -> str | None:
+    """The RAC run id carried by the latest function result of ``history``'s latest user turn
+    (a history saved during an invocation and restored), or None."""
+    for message in reversed(history.messages):
+        if message.role == AuthorRole.USER:
+            return None
+        for item in message.items:
+            if isinstance(item, FunctionResultContent):
+                found = (item.metadata or {}).get(RUN_ID_KEY)
+                if isinstance(found, str):
+                    return found
     return None
 
 
@@ -61,7 +84,14 @@ class InvocationRuns:
             self._watched[key] = weakref.ref(history, died)
         run_key = (key, id(_anchor(history)))
         self._keys.setdefault(key, set()).add(run_key)
-        return self.registry.run_for(run_key, agent_id=agent_id)
+        return self.registry.run_for(run_key, opener=lambda: self._open(history, agent_id))
+
+    def _open(self, history: ChatHistory, agent_id: str | None) -> rac.Run:
+        """The run of a history's first call: the run a restored history's saved calls were
+        part of, continued; else a new one."""
+        run_id = saved_run_id(history)
+        resumed = continue_run(self.engine, run_id) if run_id is not None else None
+        return resumed if resumed is not None else self.engine.run(agent_id=agent_id)
 
     def _forget_dead(self) -> None:
         dead, self._dead[:] = list(self._dead), []

@@ -192,9 +192,30 @@ def finished_notice(engine: RAC, run_id: str) -> str | None:
     return text
 
 
+def continue_run(engine: RAC, run_id: str) -> Run | None:
+    """The run a framework's saved state resumed in this process goes on with, the state
+    carrying ``run_id``: the crashed run, reopened (see :func:`reopen`); or, when that run was
+    rolled back while the state waited, a new run whose first call tells the model what was
+    undone (see :func:`finished_notice`); None when the log has no such unfinished or
+    rolled-back run (a completed one, say: the resumed work opens a run of its own).
+
+    Raises:
+        rac.RACError: another live process works on the run (see :func:`reopen`).
+    """
+    reopened = reopen(engine, run_id)
+    if reopened is not None:
+        return reopened
+    notice = finished_notice(engine, run_id)
+    if notice is None:
+        return None
+    fresh = engine.run()
+    tell_first(fresh, notice)
+    return fresh
+
+
 def _named(rec: Record) -> str:
     ref = first_result_id(rec.result)
     return f"{rec.tool} {ref}" if ref is not None else rec.tool
 
 
-__all__ = ["RUN_ID_KEY", "finished_notice", "reopen", "replayed", "tell_first"]
+__all__ = ["RUN_ID_KEY", "continue_run", "finished_notice", "reopen", "replayed", "tell_first"]

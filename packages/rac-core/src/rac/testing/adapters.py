@@ -27,7 +27,7 @@ import sys
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import pytest
 
@@ -65,7 +65,9 @@ class AdapterHarness(Protocol):
     docstring gives the method's contract; without it the check is skipped, saying so):
     ``run_turn_handling_errors`` (2), ``call_around_hook`` (3), ``run_persisted_turn`` with
     ``resume_persisted_turn`` (4), ``run_delegating_turn`` (5), ``run_paused_turn`` (7),
-    ``run_turn_cached`` (8).
+    ``run_turn_cached`` (8). A framework without the feature a method stands for says why in
+    ``not_applicable`` (an optional mapping: method name -> reason), and the check is
+    skipped with that reason.
     """
 
     #: True if the framework runs the calls of one model message concurrently.
@@ -85,6 +87,14 @@ class AdapterHarness(Protocol):
         """An exception the framework uses for control flow (an interrupt, a hand-off, a stop),
         which a tool may raise; the adapter must let it through untouched."""
         ...
+
+
+def _skip_without(adapter: Any, method: str, feature: str) -> NoReturn:
+    """Skip the check of an optional harness ``method`` the harness lacks, with the reason its
+    ``not_applicable`` gives, else saying which method and ``feature`` it would need."""
+    reason = (getattr(adapter, "not_applicable", None) or {}).get(method)
+    pytest.skip(f"{method}: {reason}" if reason else
+                f"the harness has no {method} ({feature})")
 
 
 def _flight(n: int = 1) -> Call:
@@ -423,8 +433,8 @@ class AdapterConformance:
         ``run_turn``): the turn with the framework's error handling on."""
         turn = getattr(adapter, "run_turn_handling_errors", None)
         if turn is None:
-            pytest.skip("the harness has no run_turn_handling_errors (the framework's own tool "
-                        "error handling turned on)")
+            _skip_without(adapter, "run_turn_handling_errors", "the framework's own tool error "
+                          "handling turned on")
         world.fail("book_hotel", "transient", times=1)
         world.fail("book_car", "permanent", message="no cars left")
         result = turn(engine, world, [[_flight()], [_hotel()], [_car()], "Sorry."],
@@ -449,8 +459,7 @@ class AdapterConformance:
         it calls ``call`` (tool, args) that way, in the run open in the caller's context."""
         around = getattr(adapter, "call_around_hook", None)
         if around is None:
-            pytest.skip("the harness has no call_around_hook (a framework path around the "
-                        "tool hook)")
+            _skip_without(adapter, "call_around_hook", "a framework path around the tool hook")
         world.fail("book_car", "permanent", message="no cars")
         with engine.run(agent_id="trip") as run:
             try:
@@ -481,8 +490,8 @@ class AdapterConformance:
         ``script``)."""
         resume = getattr(adapter, "resume_persisted_turn", None)
         if resume is None or getattr(adapter, "run_persisted_turn", None) is None:
-            pytest.skip("the harness has no run_persisted_turn/resume_persisted_turn (the "
-                        "framework's own persistence, resumed after a crash)")
+            _skip_without(adapter, "run_persisted_turn", "the framework's own persistence, "
+                          "resumed after a crash, with resume_persisted_turn")
         world_path, state_path = tmp_path / "world.db", tmp_path / "framework-state"
         proc = _child(type(self), type(adapter), "persisted", log_path, world_path, state_path)
         assert proc.returncode == _CRASH_CODE, proc.stderr[-4000:]
@@ -521,8 +530,7 @@ class AdapterConformance:
         ``script``; returns what the parent's model was told."""
         turn = getattr(adapter, "run_delegating_turn", None)
         if turn is None:
-            pytest.skip("the harness has no run_delegating_turn (an agent delegating to "
-                        "another)")
+            _skip_without(adapter, "run_delegating_turn", "an agent delegating to another")
         world.fail("book_car", "permanent", message="no cars")
         result = turn(engine, world, [[_car()], "Sorry, nothing is booked."],
                       [[_flight()], "Booked flight FL-101."], agent_id="travel")
@@ -544,8 +552,7 @@ class AdapterConformance:
         (here: nothing about it). Runs with ``run_delegating_turn``, as above."""
         turn = getattr(adapter, "run_delegating_turn", None)
         if turn is None:
-            pytest.skip("the harness has no run_delegating_turn (an agent delegating to "
-                        "another)")
+            _skip_without(adapter, "run_delegating_turn", "an agent delegating to another")
         world.fail("book_car", "permanent", message="no cars")
         result = turn(engine, world, ["All done."], [[_flight()], [_car()], "Done."],
                       agent_id="travel")
@@ -572,8 +579,8 @@ class AdapterConformance:
         ``after``. Returns everything the model was told."""
         turn = getattr(adapter, "run_paused_turn", None)
         if turn is None:
-            pytest.skip("the harness has no run_paused_turn (a human-in-the-loop pause "
-                        "resumed after a rollback)")
+            _skip_without(adapter, "run_paused_turn", "a human-in-the-loop pause resumed after a "
+                          "rollback")
         result = turn(engine, world, [[_flight()], [_charge()]],
                       [[_flight(2)], "Booked again; please approve the charge once more."],
                       agent_id="travel")
@@ -596,8 +603,8 @@ class AdapterConformance:
         ``get_booking`` offered besides ``world.tools()``."""
         turn = getattr(adapter, "run_turn_cached", None)
         if turn is None:
-            pytest.skip("the harness has no run_turn_cached (the framework's own cache of tool "
-                        "results turned on)")
+            _skip_without(adapter, "run_turn_cached", "the framework's own cache of tool results "
+                          "turned on")
         engine = self.make_engine(log_path, read_only=[*TRAVEL_READ_ONLY, "get_booking"])
         world.fail("book_car", "permanent", message="no cars")
         read = ("get_booking", {"booking_id": "FL-101"})

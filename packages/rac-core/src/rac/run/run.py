@@ -197,14 +197,16 @@ class Run:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         tokens = self._pop_tokens()
+        ended = False
         try:
             reason = self._abort_reason(exc)
             if reason is not None:
                 self.rollback(reason=reason, scope="0")
-            self._close()
+            ended = self._close()
         finally:
             _reset(tokens)
-            self._leave()
+            if not ended:
+                self._leave()
 
     @property
     def offloads(self) -> bool:
@@ -227,14 +229,16 @@ class Run:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         tokens = self._pop_tokens()
+        ended = False
         try:
             reason = self._abort_reason(exc)
             if reason is not None:
                 await self.arollback(reason=reason, scope="0")
-            await self._off_loop(self._close)
+            ended = await self._off_loop(self._close)
         finally:
             _reset(tokens)
-            await self._off_loop(self._leave)
+            if not ended:  # else _close ended the lease: leaving writes nothing
+                await self._off_loop(self._leave)
 
     def _pop_tokens(self) -> tuple[Token[Run | None], Token[tuple[Run, str] | None]]:
         if not self._tokens:
@@ -270,13 +274,17 @@ class Run:
             self.log.event("rac.run", level="warning", status="release_failed",
                            error=error_text(e))
 
-    def _close(self) -> None:
+    def _close(self) -> bool:
         """The block is left: a running run is completed unless a call was interrupted; as
-        the outermost block of an idle run, in the same commit as the end of its lease."""
+        the outermost block of an idle run, in the same commit as the end of its lease. True
+        if that commit ended the lease (:meth:`_leave` has nothing left to write)."""
         with self.lock:
             done = self._state.step_done(self.status)
             if done is not self.status:
-                self.log.set_status(done, end=not self._tokens and not self._state.busy)
+                end = not self._tokens and not self._state.busy
+                self.log.set_status(done, end=end)
+                return end
+            return False
 
     def finish(self) -> bool:
         """Mark the run completed, for adapters whose framework has no block to wrap the run

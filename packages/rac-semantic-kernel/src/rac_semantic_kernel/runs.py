@@ -18,7 +18,9 @@ A history saved during an invocation and restored in another process (``ChatHist
 result of a run carries the run's id in its metadata (:data:`rac.adapters.resumed.RUN_ID_KEY`),
 and the first call on a restored history whose latest user turn holds such a result continues
 that run (see :func:`rac.adapters.resumed.continue_run`): the crashed process's calls are undone
-with the resumed ones, never left live behind an all-clear.
+with the resumed ones, never left live behind an all-clear. A run marked completed after its
+last call is continued too when the saved turn was cut short (it ends with a function call or
+result, not the model's answer).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
-from semantic_kernel.contents import ChatHistory, FunctionResultContent
+from semantic_kernel.contents import ChatHistory, FunctionCallContent, FunctionResultContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 
 import rac
@@ -43,18 +45,29 @@ def _anchor(history: ChatHistory) -> Any:
     return None
 
 
-def saved_run_id(history: ChatHistory) -> str | None:
+def saved_run_id(history: ChatHistory) -> tuple[str | None, bool]:
     """The RAC run id carried by the latest function result of ``history``'s latest user turn
-    (a history saved during an invocation and restored), or None."""
-    for message in reversed(history.messages):
+    (a history saved during an invocation and restored), or None; and whether that turn was
+    cut short: before the request being answered now (the last message), the turn ends with a
+    function call or result rather than the model's answer."""
+    found: str | None = None
+    cut_short = False
+    for i in range(len(history.messages) - 1, -1, -1):
+        message = history.messages[i]
         if message.role == AuthorRole.USER:
-            return None
+            break
+        if i == len(history.messages) - 2:  # the message before the current request
+            cut_short = message.role == AuthorRole.TOOL or any(
+                isinstance(item, FunctionCallContent) for item in message.items)
         for item in message.items:
             if isinstance(item, FunctionResultContent):
-                found = (item.metadata or {}).get(RUN_ID_KEY)
-                if isinstance(found, str):
-                    return found
-    return None
+                run_id = (item.metadata or {}).get(RUN_ID_KEY)
+                if isinstance(run_id, str):
+                    found = run_id
+                    break
+        if found is not None:
+            break
+    return found, cut_short and found is not None
 
 
 class InvocationRuns:
@@ -89,8 +102,10 @@ class InvocationRuns:
     def _open(self, history: ChatHistory, agent_id: str | None) -> rac.Run:
         """The run of a history's first call: the run a restored history's saved calls were
         part of, continued; else a new one."""
-        run_id = saved_run_id(history)
-        resumed = continue_run(self.engine, run_id) if run_id is not None else None
+        run_id, cut_short = saved_run_id(history)
+        # a run this adapter completed after a call goes on when the turn was cut short
+        resumed = continue_run(self.engine, run_id, completed=cut_short) \
+            if run_id is not None else None
         return resumed if resumed is not None else self.engine.run(agent_id=agent_id)
 
     def _forget_dead(self) -> None:

@@ -68,10 +68,14 @@ def _key(run: Run, agent_id: str | None, tool: str, args: Any) -> Hashable:
             repr(store_value(dict(args), run.engine.max_value_chars)))
 
 
-def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None) -> Run | None:
+def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None,
+           completed: bool = False) -> Run | None:
     """The unfinished run ``run_id`` of ``engine``'s log, reopened in this process to go on
     where a framework's saved state resumes it (enter it as the run of the resumed work); None
     when the log has no such run or the run is finished (see :func:`finished_notice`).
+    ``completed``: a ``completed`` run is reopened too (an adapter that marks a run completed
+    after each call, whose framework's state shows the work was cut short between two calls:
+    the resumed calls are the same work, and a later failure must undo the earlier ones).
 
     Raises:
         rac.RACError: another live process works on the run (or holds its lease): two
@@ -80,7 +84,8 @@ def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None) -> R
     from rac.recovery import UNFINISHED, ownership  # recovery imports the run package
 
     info = engine.store.get_run(run_id)
-    if info is None or info.status not in UNFINISHED:
+    if info is None or not (info.status in UNFINISHED
+                            or (completed and info.status is RunStatus.COMPLETED)):
         return None
     if info.status is RunStatus.COMPENSATING:  # its rollback was cut short: finish it first
         engine.recover([run_id], lease_seconds=lease_seconds or engine.leases.lease_seconds)
@@ -192,17 +197,18 @@ def finished_notice(engine: RAC, run_id: str) -> str | None:
     return text
 
 
-def continue_run(engine: RAC, run_id: str) -> Run | None:
+def continue_run(engine: RAC, run_id: str, *, completed: bool = False) -> Run | None:
     """The run a framework's saved state resumed in this process goes on with, the state
-    carrying ``run_id``: the crashed run, reopened (see :func:`reopen`); or, when that run was
-    rolled back while the state waited, a new run whose first call tells the model what was
-    undone (see :func:`finished_notice`); None when the log has no such unfinished or
-    rolled-back run (a completed one, say: the resumed work opens a run of its own).
+    carrying ``run_id``: the crashed run, reopened (see :func:`reopen`, which ``completed`` is
+    passed to); or, when that run was rolled back while the state waited, a new run whose
+    first call tells the model what was undone (see :func:`finished_notice`); None when the
+    log has no such unfinished or rolled-back run (a completed one, unless ``completed``: the
+    resumed work opens a run of its own).
 
     Raises:
         rac.RACError: another live process works on the run (see :func:`reopen`).
     """
-    reopened = reopen(engine, run_id)
+    reopened = reopen(engine, run_id, completed=completed)
     if reopened is not None:
         return reopened
     notice = finished_notice(engine, run_id)

@@ -1,5 +1,5 @@
 """rac-crewai passes the adapter conformance suite (enable_rac on a one-agent crew), and the
-suite's checks of promises 2 and 3 fail CrewAI harnesses with the mistake each one exists to
+suite's checks of promises 2, 3 and 7 fail CrewAI harnesses with the mistake each one exists to
 catch."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from crewai import Crew
 import rac
 from rac.adapters import failure_text
 from rac.testing import AdapterConformance, TravelWorld
-from rac_crewai import guarded_tool
+from rac_crewai import flows, guarded_tool
 from rac_crewai.testing import HANDLED, ConformanceHarness, ScriptedLLM, world_tools
 
 
@@ -66,6 +66,24 @@ def test_promise_3_fails_a_direct_call_of_the_users_own_tool(tmp_path: Path) -> 
             suite.test_a_call_around_the_tool_hook_is_logged_or_refused(
                 UnguardedToolsHarness(), engine, world)
         assert world.calls["book_flight"] == 1  # it booked, and RAC never knew
+    finally:
+        engine.store.close()
+        world.close()
+
+
+def test_promise_7_fails_an_adapter_that_leaves_a_resumed_flow_outside_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The planted mistake: Flow.resume is not a run of the state (as before issue 30's
+    # promise 7), so the approved charge runs, unlogged, after its run was rolled back.
+    monkeypatch.setattr(flows, "ASYNC_ENTRY_POINTS", ("kickoff_async", "akickoff"))
+    suite = TestConformance()
+    engine = suite.make_engine(tmp_path / "rac.db")
+    world = TravelWorld()
+    try:
+        with pytest.raises(AssertionError, match="the approved charge ran"):
+            suite.test_a_pause_resumed_after_a_rollback_is_told(ConformanceHarness(), engine,
+                                                                world)
+        assert world.calls["charge_card"] == 1
     finally:
         engine.store.close()
         world.close()

@@ -14,7 +14,12 @@ the exception leaves ``kickoff``, the other methods' effects standing. A Flow th
 its state (``@persist``) runs each kickoff in the run of its state, and a kickoff restoring the
 state of a crashed process continues that process's run (:mod:`rac_crewai.persisted`). A
 method paused for human feedback (CrewAI's ``HumanFeedbackPending``) is not a failure:
-nothing is undone.
+nothing is undone. ``resume``/``resume_async`` of a paused Flow (``Flow.from_pending(...)``,
+then enabled) run in a run of the state too, as a kickoff does: without that the crews of the
+resumed methods ran outside any run (an enabled crew in a run of its own, any other crew not
+logged at all), and when the paused kickoff's run was rolled back meanwhile (``rac undo``),
+the resumed Flow's first call is refused with what was undone, so the agent hears it before
+anything else.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ from rac_crewai.run_scope import (
 FLOW_ENGINE_ATTR = "_rac_crewai_engine"
 #: Instance attribute of an enabled Flow whose method executions are nested scopes.
 METHOD_SCOPES_ATTR = "_rac_crewai_method_scopes"
+#: The async entry points of a Flow each of which is a run. ``kickoff`` and ``resume`` run
+#: ``self.kickoff_async`` / ``self.resume_async`` in a loop of their own: scoping the async one
+#: covers both (``kickoff`` is scoped too, as it may also be called inside a running loop).
+ASYNC_ENTRY_POINTS = ("kickoff_async", "akickoff", "resume_async")
 
 
 def adopt_crews(engine: RAC) -> Any:
@@ -120,16 +129,21 @@ def enable_flow(flow: Flow[Any], engine: RAC, *, method_scopes: bool = False) ->
                       reopen=lambda: found.reopened, notice=found.notice)(*args, **kwargs)
 
     object.__setattr__(flow, "kickoff", persisted_kickoff)
-    for name in ("kickoff_async", "akickoff"):
+    for name in ASYNC_ENTRY_POINTS:
+        if not callable(getattr(cls, name, None)):
+            continue
         object.__setattr__(flow, name, _persisted_async(
-            engine, flow, getattr(cls, name).__get__(flow), prepare, hook))
+            engine, flow, getattr(cls, name).__get__(flow), prepare, hook,
+            inputs=name != "resume_async"))
     return flow
 
 
 def _persisted_async(engine: RAC, flow: Flow[Any], method: Any, prepare: Any,
-                     hook: Any) -> Any:
+                     hook: Any, *, inputs: bool = True) -> Any:
+    """``method`` of ``flow`` as a run of its state; ``inputs``: its arguments are a kickoff's
+    (``inputs={"id": ...}`` names the state), else the state is the Flow's own (a resume)."""
     async def persisted_kickoff(*args: Any, **kwargs: Any) -> Any:
-        found = plan(engine, flow, args, kwargs)
+        found = plan(engine, flow, args, kwargs) if inputs else plan(engine, flow, (), {})
         return await in_async_run(engine, method, prepare, hooks=[hook],
                                   run_id=lambda: found.run_id,
                                   reopen=lambda: found.reopened,

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crewai import Agent, Crew, Task
-from crewai.flow.flow import Flow, start
+from crewai.flow.async_feedback import HumanFeedbackPending, HumanFeedbackProvider
+from crewai.flow.flow import Flow, listen, start
+from crewai.flow.human_feedback import human_feedback
 from crewai.flow.persistence import SQLiteFlowPersistence, persist
 from crewai.hooks.dispatch import HookAborted
 from crewai.hooks.tool_hooks import (
     ToolCallHookContext,
     register_after_tool_call_hook,
+    register_before_tool_call_hook,
     unregister_after_tool_call_hook,
+    unregister_before_tool_call_hook,
 )
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import BaseTool, tool
@@ -31,7 +36,7 @@ from pydantic import Field
 
 import rac
 from rac.testing.turns import Step, Told, TurnResult
-from rac.testing.world import TravelWorld
+from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
 from rac_crewai.enable import enable_rac
 
 Call = tuple[str, dict[str, Any]]
@@ -101,6 +106,10 @@ def told(llm: ScriptedLLM) -> list[Told]:
 
 #: The state id of the harness's ``@persist`` Flow.
 PERSISTED_STATE = "conformance-turn"
+#: The state id of the harness's Flow paused for a person's approval.
+PAUSED_STATE = "conformance-pause"
+#: What the person answers, late, to the paused Flow.
+APPROVED = "approve"
 #: How CrewAI's executor starts the text it gives the model for a tool that raised.
 CREWAI_ERROR_TEXT = "Error executing tool"
 #: What :func:`handle_tool_errors` answers for a tool that raised.
@@ -116,6 +125,28 @@ def handle_tool_errors(context: ToolCallHookContext) -> str | None:
     if isinstance(result, str) and result.startswith(CREWAI_ERROR_TEXT):
         return HANDLED
     return None
+
+
+class WaitForApproval(HumanFeedbackProvider):
+    """CrewAI's asynchronous human feedback as its users set it up: the request goes out (a
+    ticket, a chat message) and the Flow pauses, its state saved, until someone answers."""
+
+    def request_feedback(self, context: Any, flow: Any) -> str:
+        raise HumanFeedbackPending(context=context)
+
+
+class ApprovalGate:
+    """A user's ``before_tool_call`` hook holding back one tool until a person approved it
+    (CrewAI's human-in-the-loop for a tool call: a hook that blocks the call)."""
+
+    def __init__(self, tool_name: str) -> None:
+        self.tool_name = tool_name
+        self.approved = False
+
+    def __call__(self, context: ToolCallHookContext) -> bool | None:
+        if context.tool_name == self.tool_name and not self.approved:
+            return False
+        return None
 
 
 class ConformanceHarness:
@@ -203,6 +234,66 @@ class ConformanceHarness:
         """The same Flow kicked off again on the same state, as its users resume it after a
         crash: it carries on the crashed run (:mod:`rac_crewai.persisted`)."""
         return self._persisted(engine, world, script, agent_id, state_path)
+
+    def run_paused_turn(self, engine: rac.RAC, world: TravelWorld, before: Sequence[Step],
+                        after: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """A ``@persist`` Flow whose first method kicks off the crew (``before``) and then asks
+        a person, through ``@human_feedback`` with a provider that pauses the Flow, to approve
+        the charge a user's ``before_tool_call`` hook held back (:class:`ApprovalGate`). At
+        the pause an operator undoes the kickoff's run (``rac undo --unchecked``, from an
+        engine of its own on the same log, given the world's tools); later the app restores
+        the Flow (``Flow.from_pending``), enables it and resumes it with the approval: the
+        next method kicks off a crew whose model asks for the approved charge again, then
+        plays ``after``."""
+        [*_, approved_call] = before
+        gate = ApprovalGate("charge_card")
+        first = ScriptedLLM([*before, "The charge waits for approval."])
+        later = ScriptedLLM([approved_call, *after])
+        workdir = tempfile.TemporaryDirectory(prefix="rac-crewai-pause-")
+
+        def crew_of(llm: ScriptedLLM) -> Crew:  # not enabled: the Flow's run adopts it
+            agent = Agent(role=agent_id, goal="book trips", backstory="careful", llm=llm,
+                          tools=world_tools(world), max_iter=20)
+            return Crew(agents=[agent], tasks=[Task(description="Book my trip and charge me",
+                                                    expected_output="the bookings",
+                                                    agent=agent)])
+
+        persistence = SQLiteFlowPersistence(str(Path(workdir.name) / "flows.db"))
+
+        @persist(persistence)
+        class PausedFlow(Flow):  # type: ignore[type-arg]
+            @start()
+            @human_feedback(message="Approve the charge?", provider=WaitForApproval())
+            def book(self) -> str:
+                out = crew_of(first).kickoff()
+                return str(getattr(out, "raw", out))
+
+            @listen(book)
+            def carry_on(self) -> str:
+                feedback = self.last_human_feedback
+                gate.approved = feedback is not None and feedback.feedback == APPROVED
+                out = crew_of(later).kickoff()
+                return str(getattr(out, "raw", out))
+
+        register_before_tool_call_hook(gate)
+        try:
+            paused = enable_rac(PausedFlow(), engine).kickoff(inputs={"id": PAUSED_STATE})
+            if not isinstance(paused, HumanFeedbackPending):
+                raise AssertionError(f"the Flow never paused for the approval: {paused!r}")
+            operator = rac.RAC(store=engine.store, compensations=TRAVEL_COMPENSATIONS,
+                               read_only=TRAVEL_READ_ONLY, tools=world.tools(),
+                               clock=engine.clock, load_entrypoints=False)
+            for info in engine.store.list_runs():
+                if info.status is rac.RunStatus.COMPLETED:
+                    operator.undo(info.run_id, why="the trip was called off at the pause",
+                                  by="operator", unchecked=True)
+            restored = cast(Flow[Any], PausedFlow.from_pending(PAUSED_STATE, persistence))
+            resumed = enable_rac(restored, engine)
+            out = resumed.resume(APPROVED)
+        finally:
+            unregister_before_tool_call_hook(gate)
+            workdir.cleanup()
+        return TurnResult([*told(first), *told(later)], str(out))
 
     def run_delegating_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
                             delegate: Sequence[Step], *, agent_id: str) -> TurnResult:

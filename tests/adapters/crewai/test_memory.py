@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromadb.api.types import EmbeddingFunction
 from crewai import Agent, Crew, Task
 from crewai.memory.unified_memory import Memory
+from crewai.rag.embeddings.providers.custom.embedding_callable import CustomEmbeddingFunction
 from crewai.tools import memory_tools
 
 from rac.models import RecordKind, RecordStatus, RunStatus
@@ -25,6 +27,17 @@ NOTE = "ann's flight FL-101 to Paris is booked"
 def embed(texts: list[str]) -> list[list[float]]:
     """A deterministic embedding (no model service)."""
     return [[float(len(t) % 7), 1.0, 0.5, 0.25] for t in texts]
+
+
+class Embedder(CustomEmbeddingFunction, EmbeddingFunction):  # type: ignore[misc]
+    """:func:`embed` as the embedder a crew's ``embedder={"provider": "custom", ...}`` names
+    (what ``memory=True`` builds its ``Memory`` with)."""
+
+    def __init__(self, **config: Any) -> None:
+        pass
+
+    def __call__(self, input: Any) -> Any:
+        return embed(list(input))
 
 
 def memory_crew(tmp_path: Path, world: TravelWorld, script: list[Any]
@@ -91,6 +104,51 @@ def test_a_note_of_a_run_that_completes_stays_and_searches_are_logged(tmp_path: 
     assert run.status is RunStatus.COMPLETED
     assert [r.tool for r in eng.store.get_records(run.run_id)] == [
         "book_flight", "Save to memory", "Search memory"]
+
+
+@pytest.mark.parametrize("how", ["memory=True", "memory=True, akickoff", "agent's own memory"])
+def test_every_memory_tool_a_crew_gives_its_agents_is_under_rac(
+        how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Crew(memory=True) builds its own Memory (the crew's embedder, its agent's model unless
+    # chat_llm is set); an agent's own memory in a crew without one is given the same tools.
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    crew, llm, memory = memory_crew(tmp_path, world, [
+        [("book_flight", PAR)], [("save_to_memory", {"contents": [NOTE]})],
+        [("search_memory", {"queries": ["flight"]})], [("book_hotel", HOTEL)],
+        "no hotel; nothing booked"])
+    if how.startswith("memory=True"):
+        monkeypatch.setenv("CREWAI_STORAGE_DIR", str(tmp_path / "crewai"))  # its own store
+        crew = Crew(agents=crew.agents, tasks=crew.tasks, memory=True,
+                    embedder={"provider": "custom", "config": {"embedding_callable": Embedder}},
+                    chat_llm=ScriptedLLM(["{}"] * 20))
+        assert isinstance(crew._memory, Memory)
+        memory = crew._memory
+    else:
+        crew = Crew(agents=crew.agents, tasks=crew.tasks)
+        crew.agents[0].memory = memory
+    eng = engine()
+    enable_rac(crew, eng)
+
+    if how.endswith("akickoff"):
+        asyncio.run(crew.akickoff())
+    else:
+        crew.kickoff()
+
+    assert world.live() == []
+    assert NOTE in told(llm, "search_memory")[0]
+    assert remembered(memory) == []  # the note about the cancelled flight is gone
+    [report] = told(llm, "book_hotel")
+    assert "via Forget saved memory" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    assert [(r.tool, r.status, r.agent_id) for r in eng.store.get_records(run.run_id)] == [
+        ("book_flight", RecordStatus.COMPENSATED, "travel agent"),
+        ("Save to memory", RecordStatus.COMPENSATED, "travel agent"),
+        ("Search memory", RecordStatus.COMPLETED, "travel agent"),
+        ("book_hotel", RecordStatus.FAILED, "travel agent"),
+        ("Forget saved memory", RecordStatus.COMPLETED, "travel agent"),
+        ("cancel_flight", RecordStatus.COMPLETED, "travel agent")]
 
 
 @pytest.mark.parametrize("how", ["enabled alone", "enabled alone, akickoff", "crew member"])

@@ -248,3 +248,33 @@ def test_a_server_name_is_a_tool_name_prefix_or_a_clear_error(world: Path) -> No
     crew, _ = trip_crew(travel, [])
     with pytest.raises(rac.ConfigurationError, match="lowercase.*'my_server'"):
         enable_rac(crew, engine(), mcp_names={"My Server": travel.config})
+
+
+def test_a_server_rac_cannot_list_is_a_clear_error_naming_the_real_cause(
+        world: Path, tmp_path: Path) -> None:
+    # The server answers CrewAI's listing, then every later start exits before answering:
+    # RAC's own listing fails. kickoff() says so with the cause, not with anyio's "unhandled
+    # errors in a TaskGroup (1 sub-exception)", and nothing is called.
+    started = tmp_path / "started"
+    wrapper = tmp_path / "server_once.py"
+    wrapper.write_text(
+        "import os, sys\n"
+        f"if os.path.exists({str(started)!r}):\n"
+        "    sys.exit('this server does not come back')\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "from rac.demo.mcp_travel_server import main\n"
+        "main(sys.argv[1:])\n")
+    travel = Travel(world)
+    travel.config = MCPServerStdio(command=sys.executable,
+                                   args=[str(wrapper), "--world", str(world)])
+    crew, llm = trip_crew(travel, [[travel.call("book_flight", FLIGHT)], "booked"])
+    eng = engine()
+    enable_rac(crew, eng, mcp_names={"travel": travel.config})
+
+    with pytest.raises(rac.ConfigurationError) as failed:
+        crew.kickoff()
+
+    message = str(failed.value)
+    assert "MCP server 'travel'" in message and "McpError: Connection closed" in message
+    assert "TaskGroup" not in message
+    assert ledger(world) == [] and llm.seen == []

@@ -365,12 +365,16 @@ def test_two_servers_of_one_adapter_are_each_called_and_undone_through_their_own
     assert "world is back" in told(llm, "book_hotel")[0]
 
 
-def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path,
-                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [False, True], ids=["unnamed", "mcp_names"])
+def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path, tmp_path: Path,
+                                                                   named: bool) -> None:
     # The server crashes after booking, and every later start of it exits before answering:
     # RAC's connection of its own fails, and the flight, which it could neither look up nor
     # cancel, is named as possibly live. (Later starts exit rather than hang, so that nothing
     # waits on a timeout: the first start gets a bound generous enough for a loaded machine.)
+    # The report names the server by a short name (the one mcp_names gives, else its
+    # script's), with the real cause: never by its command line, which holds the checkout's,
+    # the interpreter's and the world file's paths.
     started = tmp_path / "started"
     wrapper = tmp_path / "server_once.py"
     wrapper.write_text(
@@ -384,11 +388,18 @@ def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path,
         str(wrapper), "--world", str(world), "--fail", "book_flight=crash@afterx1"])
     with MCPServerAdapter(once, connect_timeout=SERVER_START) as tools:
         crew, llm, eng = enabled_trip(list(tools), [[("book_flight", FLIGHT)], "Stopped."],
-                                      eng=engine(retry=TWO_TRIES))
+                                      eng=engine(retry=TWO_TRIES),
+                                      **({"mcp_names": {"travel": once}} if named else {}))
 
-        crew.kickoff()
+        answer = str(crew.kickoff().raw)
 
-    assert "could not connect again" in assert_flight_named_live(world, llm, eng)
+    report = assert_flight_named_live(world, llm, eng)
+    server = "travel" if named else "server_once"
+    assert f"could not connect again to MCP server {server!r}" in report, report
+    assert "McpError: Connection closed" in report and "TaskGroup" not in report, report
+    read = answer + "".join(str(m.get("content")) for seen in llm.seen for m in seen)
+    for path in (str(tmp_path), sys.executable, str(Path(MCP_SERVER).parents[1])):
+        assert path not in read, (path, report)
 
 
 def test_after_the_adapter_stopped_calls_reach_the_server_on_connections_of_their_own(

@@ -45,6 +45,7 @@ import rac
 from rac.events import emit
 from rac.mcp import NameMap, call_session_tool, register_session_tools
 from rac.run import current_run
+from rac_crewai.errors import real_error
 from rac_crewai.mcp_tools import run_sync, server_name, settings_of
 
 
@@ -169,9 +170,11 @@ class AdapterBinding:
                 async with asyncio.timeout(self.connect_timeout):
                     session, _ = await stack.enter_async_context(mcptools(self.params, None))
             except Exception as e:  # nothing was sent: a repeat is safe
+                # named by its real cause, not as anyio's "unhandled errors in a TaskGroup"
+                cause = real_error(e)
                 raise rac.TransientError(
                     f"could not connect again to MCP server {self.server!r} for "
-                    f"{self.mcp_name!r}: {type(e).__name__}: {e}") from e
+                    f"{self.mcp_name!r}: {type(cause).__name__}: {cause}") from e
             return await call_session_tool(session, self.mcp_name, args, timeout=timeout)
 
 

@@ -40,6 +40,7 @@ from mcp import ClientSession, StdioServerParameters
 
 import rac
 from rac.mcp import NameMap, register_session_tools
+from rac_crewai.errors import real_error
 
 T = TypeVar("T")
 
@@ -271,5 +272,16 @@ def adopt(engine: rac.RAC, tools: list[BaseTool]) -> None:
             rename(group, name)
             if {t.name for t in group} <= settings.listed.get(server, set()):
                 continue
-        run_sync(functools.partial(_register, engine, server, group))
+        try:
+            run_sync(functools.partial(_register, engine, server, group))
+        except rac.ConfigurationError:
+            raise  # a malformed declaration: named by the MCP mechanism
+        except Exception as e:  # named by its real cause, not anyio's "unhandled errors in a
+            cause = real_error(e)  # TaskGroup (1 sub-exception)"
+            called = name or settings.given.get(server) or server
+            raise rac.ConfigurationError(
+                f"cannot read what MCP server {called!r} declares about its tools "
+                f"({', '.join(sorted(t.original_tool_name for t in group))}): connecting to "
+                f"it failed with {type(cause).__name__}: {cause}. Is the server running?"
+            ) from e
         settings.listed.setdefault(server, set()).update(t.name for t in group)

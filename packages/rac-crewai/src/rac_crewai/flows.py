@@ -15,11 +15,11 @@ its state (``@persist``) runs each kickoff in the run of its state, and a kickof
 state of a crashed process continues that process's run (:mod:`rac_crewai.persisted`). A
 method paused for human feedback (CrewAI's ``HumanFeedbackPending``) is not a failure:
 nothing is undone. ``resume``/``resume_async`` of a paused Flow (``Flow.from_pending(...)``,
-then enabled) run in a run of the state too, as a kickoff does: without that the crews of the
-resumed methods ran outside any run (an enabled crew in a run of its own, any other crew not
-logged at all), and when the paused kickoff's run was rolled back meanwhile (``rac undo``),
-the resumed Flow's first call is refused with what was undone, so the agent hears it before
-anything else.
+then enabled) carry on the paused kickoff's run (:func:`rac_crewai.persisted.plan`): without
+that the crews of the resumed methods ran outside any run (an enabled crew in a run of its
+own, any other crew not logged at all). When the paused kickoff's run was rolled back
+meanwhile (``rac undo``), the resume is a new run whose first call is refused with what was
+undone, so the agent hears it before anything else.
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ def _persisted_async(engine: RAC, flow: Flow[Any], method: Any, prepare: Any,
     """``method`` of ``flow`` as a run of its state; ``inputs``: its arguments are a kickoff's
     (``inputs={"id": ...}`` names the state), else the state is the Flow's own (a resume)."""
     async def persisted_kickoff(*args: Any, **kwargs: Any) -> Any:
-        found = plan(engine, flow, args, kwargs) if inputs else plan(engine, flow, (), {})
+        found = (plan(engine, flow, args, kwargs) if inputs
+                 else plan(engine, flow, (), {}, resuming=True))
         return await in_async_run(engine, method, prepare, hooks=[hook],
                                   run_id=lambda: found.run_id,
                                   reopen=lambda: found.reopened,

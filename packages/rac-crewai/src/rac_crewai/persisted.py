@@ -18,7 +18,9 @@ mid-rollback is recovered first. A run of the state that finished leaves it as i
 kickoff opens ``flow-<state id>-2`` (then ``-3``...), and if that finished run was rolled back
 the Flow's first call is refused with what was undone, so the agent hears it before anything
 else. A run of the state another live process works on is not touched: the kickoff raises
-:class:`rac.RACError`.
+:class:`rac.RACError`. A ``resume`` of the Flow paused for human feedback carries on the
+state's last run when it ended ``completed`` (at the pause), its calls never answered from
+the log (see :func:`plan`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import rac
 from rac.adapters.resumed import finished_notice, reopen
 from rac.events import emit
+from rac.models import RunStatus
 from rac.recovery import UNFINISHED
 
 #: How many finished runs of one state a kickoff looks past for a free run id.
@@ -59,9 +62,14 @@ def state_id(flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | 
     return str(found) if found else None
 
 
-def plan(engine: rac.RAC, flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Plan:
-    """The run of a kickoff of ``flow`` (see the module). Inside an open run the kickoff joins
-    it: no plan."""
+def plan(engine: rac.RAC, flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+         resuming: bool = False) -> Plan:
+    """The run of a kickoff of ``flow`` (see the module); ``resuming``: of a ``resume`` of the
+    Flow paused for human feedback, which carries on the paused kickoff's run when that run
+    (the state's last) ended ``completed`` at the pause: the resumed methods are more of the
+    same work, and a failure after the resume undoes what was done before the pause too. No
+    call of the resume is answered from the log (they are new calls). Inside an open run the
+    kickoff joins it: no plan."""
     if engine.current_run() is not None:
         return Plan()
     sid = state_id(flow, args, kwargs)
@@ -75,8 +83,11 @@ def plan(engine: rac.RAC, flow: Any, args: tuple[Any, ...], kwargs: dict[str, An
         if info is None:
             notice = finished_notice(engine, previous) if previous is not None else None
             return Plan(run_id=run_id, notice=notice)
-        if info.status in UNFINISHED:
-            run = reopen(engine, run_id)  # RACError if a live process works on it
+        paused = (resuming and info.status is RunStatus.COMPLETED
+                  and engine.store.get_run(f"{base}-{n + 1}") is None)
+        if info.status in UNFINISHED or paused:
+            # RACError if a live process works on it
+            run = reopen(engine, run_id, completed=paused, replay_completed=not paused)
             if run is not None:
                 emit("rac_crewai.flow_resumed", run_id=run_id, state_id=sid)
                 return Plan(run_id=run_id, reopened=run)

@@ -69,13 +69,16 @@ def _key(run: Run, agent_id: str | None, tool: str, args: Any) -> Hashable:
 
 
 def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None,
-           completed: bool = False) -> Run | None:
+           completed: bool = False, replay_completed: bool = True) -> Run | None:
     """The unfinished run ``run_id`` of ``engine``'s log, reopened in this process to go on
     where a framework's saved state resumes it (enter it as the run of the resumed work); None
     when the log has no such run or the run is finished (see :func:`finished_notice`).
     ``completed``: a ``completed`` run is reopened too (an adapter that marks a run completed
     after each call, whose framework's state shows the work was cut short between two calls:
     the resumed calls are the same work, and a later failure must undo the earlier ones).
+    ``replay_completed=False``: no completed call answers a call again (:func:`replayed`); the
+    resumed work is new work of the same run (a framework's pause resumed past the paused
+    step), whose reads must not get the answers logged before the pause.
 
     Raises:
         rac.RACError: another live process works on the run (or holds its lease): two
@@ -119,6 +122,8 @@ def reopen(engine: RAC, run_id: str, *, lease_seconds: float | None = None,
                                          "before its outcome was written")
                 run.note_interrupted(rec.seq)
                 replay.doubt.setdefault(key, []).append(run.log.records[rec.seq])
+    if not replay_completed:
+        replay.done.clear()
     _REPLAYS[run] = replay
     emit("rac.run", run_id=run_id, status="reopened", owner=engine.owner,
          replayable=sum(map(len, replay.done.values())),

@@ -80,6 +80,8 @@ class Hooks:
                            for i in reversed(found)]
         self._impls = impls
         self.specs = specs
+        #: the hooks some plugin implements (or wraps): a hook not here has no answer
+        self.implemented = frozenset(name for name, found in impls.items() if found != [])
         #: True while the call path's hooks are answered by the default plugins alone (no
         #: normalizer, the registry resolves compensations, structured result errors, no
         #: record listener, no fault injector): :mod:`rac.run.fast` may then decide what they
@@ -92,6 +94,10 @@ class Hooks:
             and impls.get("rac_attempt_finished") == []
             and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
             and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
+        #: True when a plugin listens to attempts or injects faults into them (an attempt
+        #: then goes through those hooks; else it is the tool call alone)
+        self.watches_attempts = not self.implemented.isdisjoint(
+            ("rac_attempt_started", "rac_attempt_finished", "rac_inject_fault"))
         #: True when a plugin beyond the defaults answers an approval hook: such an answer
         #: may wait for a person, so the async entry points ask it on a worker thread, never
         #: on the event loop (see :attr:`rac.Run.offloads`).

@@ -109,9 +109,10 @@ def check_record(record: Record | RecordKind, previous: RecordStatus,
     """Raise :class:`LifecycleError` unless ``previous -> new`` is legal for the record."""
     if previous is new and previous is not R.COMPENSATING:
         return
-    kind = record if isinstance(record, RecordKind) else record.kind
+    kind = record if type(record) is RecordKind else record.kind  # type: ignore[union-attr]
     table = COMPENSATION_TRANSITIONS if kind is RecordKind.COMPENSATION else RECORD_TRANSITIONS
-    if new not in table.get(previous, frozenset()):
+    allowed = table.get(previous)
+    if allowed is None or new not in allowed:
         where = f"{record.run_id}#{record.seq} ({record.tool})" \
             if isinstance(record, Record) else str(kind)
         raise LifecycleError(f"illegal status change of {where}: {previous} -> {new}")

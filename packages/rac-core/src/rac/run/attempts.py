@@ -31,9 +31,11 @@ class Attempt:
 def read_result(engine: RAC, tool: str, raw: Any) -> Attempt:
     """An attempt that returned ``raw``: a success, or the failure the result describes."""
     hooks = engine.hooks
-    value = hooks.first("rac_normalize_result", tool=tool, result=raw)
-    if value is None:
-        value = raw
+    value = raw
+    if "rac_normalize_result" in hooks.implemented:
+        normal = hooks.first("rac_normalize_result", tool=tool, result=raw)
+        if normal is not None:
+            value = normal
     err = hooks.first("rac_detect_result_error", tool=tool, result=value)
     if err is None:
         return Attempt(True, raw, value)
@@ -60,7 +62,10 @@ def attempt(engine: RAC, tool: str, invoke: Invoke,
     compensation the attempt belongs to (what a fault injector is told, see
     ``rac_inject_fault``)."""
     hooks = engine.hooks
-    if record is not None and hooks.listened("rac_attempt_started"):
+    if record is None or not hooks.watches_attempts:  # nobody listens, nothing is injected
+        ok, raw = yield invoke
+        return outcome_of(engine, tool, ok, raw)
+    if hooks.listened("rac_attempt_started"):
         hooks.notify("rac_attempt_started", record=record.shown())
     got = yield from _attempt(engine, tool, invoke, record)
     if record is not None and hooks.listened("rac_attempt_finished"):
@@ -79,6 +84,12 @@ def _attempt(engine: RAC, tool: str, invoke: Invoke, record: Record | None) -> F
         fault = _fault(engine, record, invoke, "after", raw)
         if fault is not None:
             return Attempt(False, None, None, fault, classify(engine, tool, fault))
+    return outcome_of(engine, tool, ok, raw)
+
+
+def outcome_of(engine: RAC, tool: str, ok: bool, raw: Any) -> Attempt:
+    """What an attempt that returned ``raw`` (``ok``) or raised it is (the driver's answer to
+    an :class:`rac.effects.Invoke`)."""
     if ok:
         return read_result(engine, tool, raw)
     return Attempt(False, None, None, raw, classify(engine, tool, raw))

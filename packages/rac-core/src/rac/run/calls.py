@@ -35,19 +35,22 @@ from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import cycle_through
 from rac.registry import Effect, Irreversible
 from rac.report import AttemptedAlternative, RecoveryReport
-from rac.run.attempts import Attempt, attempt
+from rac.run.attempts import Attempt, attempt, outcome_of
 from rac.run.compensation import compensate
 from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
 from rac.run.reconcile import ABSENT, FOUND, needs_snapshot, read_before, reconcile, snapshot
 from rac.run.rollback import Failure, rollback_flow
 from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
+from rac.serialize import plain_copy
 
 if TYPE_CHECKING:
     from rac.registry import Compensation
     from rac.run.run import AsyncInvoker, Invoker, Run
 
 R = RecordStatus
+_ACTION, _PENDING = RecordKind.ACTION, R.PENDING
+_KEYED, _READ_ONLY = Effect.KEYED, Effect.READ_ONLY
 _REPEAT_SAFE = (Effect.READ_ONLY, Effect.IDEMPOTENT, Effect.KEYED)
 
 
@@ -91,8 +94,15 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
         if resume is not None:
             (begun, made), resume = resume, None
         else:
-            begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq, batch,
-                                     planned if tool == name else None, call_id=call_id)
+            intent = (planned if tool == name else None) or plan_intent(
+                run, tool, args, agent_id, scope, first_seq)
+            if reads_first(run, intent):
+                begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq,
+                                         batch, intent, call_id=call_id)
+            else:  # nothing to read before the call: its intent is written at once
+                if call_id:
+                    intent.record.call_id = call_id
+                begun = write_intent(run, intent, args, deps, batch)
         rec = begun.record
         if first_seq is None:
             first_seq = rec.seq
@@ -110,7 +120,10 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
             run.interrupted(rec, e)
             raise
         if performed.kind == "ok":
-            return (yield from complete(run, rec, begun.args, performed.got))
+            got = performed.got
+            if not run.succeeded(rec, begun.args, got.value):
+                return CallOutcome(True, rec.tool, rec.seq, result=got.raw, value=got.value)
+            return (yield from undo_doomed(run, rec, got))
         got = performed.got
         assert got.error is not None and got.classification is not None
         doomed = run.end_call(rec, R.IN_DOUBT if performed.kind == "in_doubt" else R.FAILED,
@@ -153,7 +166,7 @@ def with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str
     """The arguments the tool is called with: a ``keyed`` tool gets the step's key, also in
     place of a key argument that is missing, None or empty (a tool given such a key does not
     deduplicate a repeat). A key of the caller's own is sent as it is."""
-    if rec.effect != Effect.KEYED:
+    if rec.effect != _KEYED:
         return args
     param = run.engine.key_param
     if empty_key(args.get(param)):
@@ -178,6 +191,9 @@ class Intent:
     needed: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
     refusal: str | None = None
     error: CallRefused | None = None
+    #: True when the record's copy of the arguments is exact (a plain flat dict: nothing
+    #: redacted or capped), so it may stand for them
+    exact: bool = False
 
 
 def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
@@ -186,13 +202,17 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
     before-image, which needs a tool call, is read by :func:`begin`)."""
     engine = run.engine
     registry = engine.registry
-    t = run.tool(tool, agent_id or run.agent_id)
+    agent = agent_id or run.agent_id
+    t = run.tool(tool, agent)
     effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
-    stored_args = stored_copy(args, engine.max_value_chars)
-    rec = Record(run.run_id, 0, tool, RecordKind.ACTION, R.PENDING, agent_id or run.agent_id,
-                 scope, stored_args, None, None, 1, "", [], None, alternative_of, True,
-                 effect is Effect.READ_ONLY, None, 0.0, 0.0, str(effect), None)
-    intent = Intent(rec)
+    stored_args = plain_copy(args)
+    exact_args = stored_args is not None
+    if stored_args is None:
+        stored_args = stored_copy(args, engine.max_value_chars)
+    rec = Record(run.run_id, 0, tool, _ACTION, _PENDING, agent, scope, stored_args, None, None,
+                 1, "", [], None, alternative_of, True, effect is _READ_ONLY, None, 0.0,
+                 0.0, str(effect), None)
+    intent = Intent(rec, exact=exact_args)
     if rec.read_only:
         return intent
     irreversible = registry.irreversible.get(tool)
@@ -208,12 +228,27 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
         else:
             comp_tool = run.tool(intent.comp.tool, rec.agent_id)
             intent.needed = needed_fields(intent.comp, comp_tool.params if comp_tool else None)
-            part = undo_part(args, stored_args, intent.needed[0])
+            part = None if exact_args else undo_part(args, stored_args, intent.needed[0])
             if part is not None:
                 intent.undo = {"args": part}
     if intent.refusal is not None and intent.error is None:
         intent.error = CallRefused(intent.refusal)
     return intent
+
+
+def reads_first(run: Run, intent: Intent) -> bool:
+    """True if the call's intent needs a tool call first (:func:`begin`): a before-image to
+    read, or a snapshot its lookup needs."""
+    if intent.refusal is not None:
+        return False
+    comp = intent.comp
+    if comp is not None and comp.before is not None:
+        return True
+    rec = intent.record
+    if rec.read_only:
+        return False
+    lookup = run.engine.registry.lookups.get(rec.tool)
+    return lookup is not None and needs_snapshot(lookup)
 
 
 def begin(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
@@ -264,8 +299,9 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
         rec.seq = state.next_seq()
         rec.idempotency_key = step_key(run.key_prefix, rec.seq, "action")
         rec.created_at = rec.updated_at = run.engine.clock.now()
-        if not rec.read_only:
-            inferred = state.dependencies(args)
+        if not rec.read_only:  # the log's own copy, when exact: nobody changes it
+            inferred = state.dependencies(rec.args, owned=True) if intent.exact \
+                else state.dependencies(args)
             rec.depends_on = sorted(set(inferred).union(depends_on)) if depends_on \
                 else inferred
         if refusal is None and depends_on:  # a declared cycle would block both undos
@@ -330,9 +366,6 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
     can tell (see the decision table in the module docstring). ``made`` is a first attempt
     already made."""
     engine = run.engine
-    policy = engine.retry
-    effect = Effect(rec.effect) if rec.effect else Effect.UNSAFE
-    lookup = engine.registry.lookups.get(tool)
     tries = 0
     earlier = 0  # the first attempt that may have taken effect, unless a lookup said absent
     while True:
@@ -344,10 +377,16 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
             rec.attempts = 1
         if made is not None:
             got, made = made, None
-        else:
+        elif engine.hooks.watches_attempts:
             got = yield from attempt(engine, tool, call, rec)
+        else:  # nobody watches attempts: the attempt is the tool call (one generator less)
+            ok, raw = yield call
+            got = outcome_of(engine, tool, ok, raw)
         if got.ok:
             return Performed("ok", got)
+        policy = engine.retry
+        effect = Effect(rec.effect) if rec.effect else Effect.UNSAFE
+        lookup = engine.registry.lookups.get(tool)
         cls = got.classification
         assert cls is not None and got.error is not None
         # An ambiguous failure is retried where a repeat is safe, unless the tool answered
@@ -408,9 +447,13 @@ def _backoff(run: Run, rec: Record, tool: str, tries: int, retry_after: float | 
 
 def complete(run: Run, rec: Record, args: dict[str, Any], got: Attempt) -> Flow[CallOutcome]:
     """Write a success; undo it at once if its scope was rolled back while it ran."""
-    doomed = run.succeeded(rec, args, got.value)
-    if not doomed:
+    if not run.succeeded(rec, args, got.value):
         return CallOutcome(True, rec.tool, rec.seq, result=got.raw, value=got.value)
+    return (yield from undo_doomed(run, rec, got))
+
+
+def undo_doomed(run: Run, rec: Record, got: Attempt) -> Flow[CallOutcome]:
+    """Undo a call that succeeded after its scope was rolled back (its success is written)."""
     try:
         undo = yield from compensate(run, rec)
     finally:
@@ -426,4 +469,4 @@ def complete(run: Run, rec: Record, args: dict[str, Any], got: Attempt) -> Flow[
 
 
 __all__ = ["Begun", "Intent", "Performed", "begin", "call_flow", "complete", "perform",
-           "plan_intent", "with_key", "write_intent"]
+           "plan_intent", "reads_first", "undo_doomed", "with_key", "write_intent"]

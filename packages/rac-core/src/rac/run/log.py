@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from rac.engine import RAC
 
 _BAD = (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED, RecordStatus.IN_DOUBT)
+#: A write renews the run's lease once it has run down by this share of its length since
+#: the last write that renewed it (a call writes twice in microseconds: renewing both times
+#: moves the lease by nothing and costs each write an update of the run's row).
+RENEW_AFTER = 0.1
 
 
 class RunLog:
@@ -70,12 +74,17 @@ class RunLog:
         self._flush_every = 0
         self._held: list[Change] = []
         self._steps = 0
+        #: the fence that checks the owner without renewing (one per owner), and the lease
+        #: this process last wrote with its writes (None: none yet, or another owner's)
+        self._check: Fence | None = None
+        self._renewed: float | None = None
 
     # -- the lease -------------------------------------------------------------------------------
     def take_over(self, owner: str, lease_seconds: float) -> None:
         """The run was claimed by ``owner`` (a recoverer, a continuation): fence its writes
         with that owner and renew its lease while it works."""
         self.owner, self.lease_seconds, self.lost = owner, lease_seconds, None
+        self._renewed = None  # the claim wrote a lease of its own: the next write renews
         self.fenced = True
         self.info = info_enabled()
         self.engine.leases.hold(self)
@@ -122,6 +131,10 @@ class RunLog:
         callers announce); ``end``: the commit also ends the lease (the run is over in this
         process); ``durable``: flushed to disk before it returns (see :meth:`write`). Raises
         :class:`rac.errors.LeaseLostError` once another process holds the run."""
+        self._commit(list(changes), end, durable)
+
+    def _commit(self, changes: list[Change], end: bool, durable: bool) -> None:
+        """:meth:`commit` of a list of changes (its own: it may be extended)."""
         if self.lost is not None:
             raise self.lost
         if self._flush_every and not end:
@@ -140,12 +153,24 @@ class RunLog:
         if not self.fenced:
             commit(self.engine.store, changes, durable=durable)
             return
-        leases = self.engine.leases
-        until = ENDED if end else leases.until(self.lease_seconds)
-        commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes],
-               durable=durable)
         if end:
-            leases.release(self)
+            commit(self.engine.store, [Fence(self.run_id, self.owner, ENDED), *changes],
+                   durable=durable)
+            self._renewed = ENDED
+            self.engine.leases.release(self)
+            return
+        until = self.engine.clock.now() + self.lease_seconds
+        fence = self._check
+        if fence is None or fence.owner != self.owner:
+            fence = self._check = Fence(self.run_id, self.owner)
+            self._renewed = None
+        renewed = self._renewed
+        if renewed is None or until - renewed >= self.lease_seconds * RENEW_AFTER:
+            commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes],
+                   durable=durable)
+            self._renewed = until
+        else:  # renewed a moment ago: the fence checks the owner and leaves the lease
+            commit(self.engine.store, [fence, *changes], durable=durable)
 
     def write(self, *, status: RunStatus | None = None,
               updates: Sequence[tuple[Record, dict[str, Any]]] = (),
@@ -177,40 +202,43 @@ class RunLog:
         changes: list[Change] = []
         before: list[RecordStatus] = []
         for rec, fields in updates:
-            before.append(rec.status)
+            was = rec.status
+            before.append(was)
             new = fields.get("status")
             if new is not None:
-                check_record(rec, rec.status, new)
+                check_record(rec, was, new)
                 if "happened" not in fields:  # whether it happened is data, kept with it
                     fields["happened"] = happened_after(rec, new, fields.get("note"))
             fields["updated_at"] = now
             changes.append(UpdateRecord(self.run_id, rec.seq, fields,
-                                        expect=expect.get(rec.seq) if expect else None))
+                                        expect.get(rec.seq) if expect else None))
         for rec in appends:
             if not rec.happened:
                 rec.happened = happened_after(rec, rec.status, rec.note)
-        changes.extend(Append(rec) for rec in appends)
+            changes.append(Append(rec))
         if status is not None or run_fields:  # the run's row last, after what decided it
             row = dict(run_fields or {})
             if status is not None:
                 row["status"] = status
-            changes.append(UpdateRun(self.run_id, {**row, "updated_at": now}))
+            row["updated_at"] = now
+            changes.append(UpdateRun(self.run_id, row))
         if not changes:
             if end:
                 self.end()
             return
-        self.commit(*changes, end=end, durable=durable)
+        self._commit(changes, end, durable)
         if status is not None:
             self.status = status
             if not end and self.fenced:
                 self.engine.leases.hold(self)
             self._announce_status(status, previous)
-        for (rec, fields), was in zip(updates, before, strict=True):
-            for k, v in fields.items():
-                setattr(rec, k, v)
-            new = fields.get("status")
-            if new is not None and (new is not was or new is RecordStatus.COMPENSATING):
-                self._announce(rec, was)
+        if updates:
+            for (rec, fields), was in zip(updates, before, strict=True):
+                for k, v in fields.items():
+                    setattr(rec, k, v)
+                new = fields.get("status")
+                if new is not None and (new is not was or new is RecordStatus.COMPENSATING):
+                    self._announce(rec, was)
         for rec in appends:
             self.records[rec.seq] = rec
             if self._undoes is not None and rec.compensates is not None:
@@ -236,6 +264,7 @@ class RunLog:
             self.run_id, self.agent_id, RunStatus.RUNNING, now, now, self.owner,
             now + self.lease_seconds))], durable=False)
         self.fenced = True
+        self._check, self._renewed = Fence(self.run_id, self.owner), now + self.lease_seconds
         self.engine.leases.hold(self)
         self.info = info_enabled()
         self.event("rac.run", status=str(RunStatus.RUNNING), agent_id=self.agent_id)

@@ -29,6 +29,7 @@ from rac.run.planning import REQUEUED, UNDOABLE
 from rac.run.reconcile import Reconciled, settle
 from rac.run.state import RunState
 from rac.run.values import error_text, stored_copy, undo_part
+from rac.serialize import plain_copy
 from rac.tools import Tool, ToolSet
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class Run:
         """The tool called ``name`` in this run or the engine, or None; with ``agent_id``, the
         one that agent offered (to the run, or to the engine with
         ``register_tools(..., agent_id=...)``) comes first."""
-        if agent_id is not None:
+        if agent_id is not None and (self._agent_tools or self.engine.agent_tools):
             found = self._agent_tools.get(agent_id, {}).get(name) \
                 or self.engine.agent_tools.get(agent_id, {}).get(name)
             if found is not None:
@@ -507,23 +508,30 @@ class Run:
         """Write a call's success; True if its scope was rolled back while it ran (the caller
         undoes it)."""
         engine = self.engine
-        stored = stored_copy(value, engine.max_value_chars)
+        stored = plain_copy(value)  # a plain flat dict: the stored copy is exact
+        exact_value = stored is not None
+        if stored is None:
+            stored = stored_copy(value, engine.max_value_chars)
         with self.lock:
             needed = self._state.needed(rec.seq)
-        # undo data only where an undo may need it, and only the fields it may read
-        exact_result = None if rec.read_only or not rec.compensable or needed is None \
-            else undo_part(value, stored, needed[1])
-        with self.lock:
-            doomed = self._state.call_succeeded(
-                rec, args, value, keep_live=rec.args != args or exact_result is not None,
-                produces=engine.registry.produces.get(rec.tool))
-            undo = dict(rec.undo or {})
-            if exact_result is not None:
-                undo["result"] = exact_result
+            # undo data only where an undo may need it, and only the fields it may read
+            exact_result = None if exact_value or rec.read_only or not rec.compensable \
+                or needed is None else undo_part(value, stored, needed[1])
+            produces = engine.registry.produces.get(rec.tool)
+            if exact_value and rec.args == args:  # the log's copies are exact: they stand
+                doomed = self._state.call_succeeded(rec, rec.args, stored, keep_live=False,
+                                                    produces=produces, owned=True)
+            else:
+                doomed = self._state.call_succeeded(
+                    rec, args, value, keep_live=rec.args != args or exact_result is not None,
+                    produces=produces)
             fields: dict[str, Any] = {"status": R.COMPLETED, "attempts": rec.attempts,
                                       "result": stored}
-            if undo != (rec.undo or {}):
-                fields["undo"] = undo
+            if exact_result is not None:
+                undo = dict(rec.undo or {})
+                undo["result"] = exact_result
+                if undo != (rec.undo or {}):
+                    fields["undo"] = undo
             self.log.update(rec, **fields)
             return doomed
 

@@ -197,17 +197,23 @@ class RunState:
         return self._needs.pop(seq, None)
 
     def call_succeeded(self, rec: Record, args: dict[str, Any], value: Any, *,
-                       keep_live: bool, produces: Iterable[str] | None = None) -> bool:
+                       keep_live: bool, produces: Iterable[str] | None = None,
+                       owned: bool = False) -> bool:
         """Call ``rec`` returned ``value`` (``args``: what it was called with): it is no longer
         under way, its result is indexed for the calls that use it, and with ``keep_live``
-        this process keeps its exact arguments and value. True if a rollback doomed it: it is
-        claimed for its undo (the caller undoes it, then :meth:`doom_lifted`)."""
+        this process keeps its exact arguments and value. ``owned``: ``args`` and ``value``
+        are the log's own exact copies, which nobody changes, so indexing them may wait for
+        the next lookup. True if a rollback doomed it: it is claimed for its undo (the caller
+        undoes it, then :meth:`doom_lifted`)."""
         seq = rec.seq
         self._in_flight.discard(seq)
         if keep_live:
             self._live[seq] = (args, value)
         if not rec.read_only:
-            self._deps.add_result(seq, value, args, fields=produces)
+            if owned:
+                self._deps.add_result_later(seq, value, args, fields=produces)
+            else:
+                self._deps.add_result(seq, value, args, fields=produces)
         if seq in self._doomed:
             self._claimed.add(seq)
             return True

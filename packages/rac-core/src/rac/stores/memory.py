@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rac.errors import ConflictError
@@ -110,60 +110,59 @@ class MemoryStore:
 
     # -- the changes of a step, together (the ``commit`` capability) ------------------------
     def commit(self, changes: Sequence[Change], *, durable: bool = True) -> None:
-        """Apply ``changes`` in order, all or none (``durable`` means nothing in memory)."""
-        undo: list[Callable[[], None]] = []
+        """Apply ``changes`` in order, all or none (``durable`` means nothing in memory).
+
+        Each change checks everything it can refuse before it changes anything, so a refused
+        change leaves nothing of itself; what the changes before it did is taken back from
+        ``undo``, a list of plain entries (no closure per change: a call commits twice)."""
+        undo: list[_Undo] = []
         with self._lock:
             try:
                 for change in changes:
                     t = type(change)
-                    if t is Append:
+                    if t is Fence:
+                        self._fence(change, undo)  # type: ignore[arg-type]
+                    elif t is Append:
                         self._append(change.record, undo)  # type: ignore[union-attr]
                     elif t is UpdateRecord:
                         assert isinstance(change, UpdateRecord)
-                        self._update_record(change.run_id, change.seq, dict(change.fields), undo,
+                        self._update_record(change.run_id, change.seq, change.fields, undo,
                                             change)
                     elif t is UpdateRun:
                         assert isinstance(change, UpdateRun)
-                        self._update_run(change.run_id, dict(change.fields), undo)
-                    elif t is Fence:
-                        assert isinstance(change, Fence)
-                        self._fence(change, undo)
+                        self._update_run(change.run_id, change.fields, undo)
                     elif t is CreateRun:
                         assert isinstance(change, CreateRun)
                         self._create_run(change.run, undo)
                     else:
                         raise TypeError(f"not a change of the log: {change!r}")
             except BaseException:
-                for step in reversed(undo):
-                    step()
+                _take_back(undo)
                 raise
 
     # -- one change each, under the lock; ``undo`` collects how to take it back ---------------
-    def _create_run(self, run: RunInfo, undo: list[Callable[[], None]]) -> None:
+    def _create_run(self, run: RunInfo, undo: list[_Undo]) -> None:
         if run.run_id in self._runs:
             raise ConflictError(f"run {run.run_id!r} already exists in the log")
         self._runs[run.run_id] = run.copy()
-        fresh = run.run_id not in self._records
-        self._records.setdefault(run.run_id, {})
+        undo.append((self._runs, run.run_id, None))
+        if run.run_id not in self._records:
+            self._records[run.run_id] = {}
+            undo.append((self._records, run.run_id, None))
 
-        def back() -> None:
-            del self._runs[run.run_id]
-            if fresh:
-                self._records.pop(run.run_id, None)
-        undo.append(back)
-
-    def _update_run(self, run_id: str, fields: dict[str, Any],
-                    undo: list[Callable[[], None]]) -> None:
+    def _update_run(self, run_id: str, fields: Mapping[str, Any], undo: list[_Undo]) -> None:
         if not fields.keys() <= _RUN_FIELDS:
             check_fields("run", fields, RUN_COLUMNS)
         run = self._runs[run_id]
         status = fields.get("status")
         if status is not None:
-            status = fields["status"] = RunStatus(status)
+            if type(status) is not RunStatus:
+                fields = {**fields, "status": RunStatus(status)}
+                status = fields["status"]
             check_run(run_id, run.status, status)
         _assign(run, fields, undo)
 
-    def _append(self, record: Record, undo: list[Callable[[], None]]) -> None:
+    def _append(self, record: Record, undo: list[_Undo]) -> None:
         recs = self._records.get(record.run_id)
         if recs is None:
             recs = self._records.setdefault(record.run_id, {})
@@ -172,14 +171,10 @@ class MemoryStore:
                 f"record {record.run_id}#{record.seq} already exists "
                 f"({recs[record.seq].tool}); refusing to overwrite it")
         recs[record.seq] = record.copy()
+        undo.append((recs, record.seq, None))
 
-        def back() -> None:
-            recs.pop(record.seq, None)
-        undo.append(back)
-
-    def _update_record(self, run_id: str, seq: int, fields: dict[str, Any],
-                       undo: list[Callable[[], None]], change: UpdateRecord | None = None
-                       ) -> None:
+    def _update_record(self, run_id: str, seq: int, fields: Mapping[str, Any],
+                       undo: list[_Undo], change: UpdateRecord | None = None) -> None:
         if not fields.keys() <= _RECORD_FIELDS:
             check_fields("record", fields, RECORD_COLUMNS)
         rec = self._records[run_id][seq]
@@ -188,16 +183,18 @@ class MemoryStore:
         status = fields.get("status")
         if status is not None:
             if type(status) is not RecordStatus:
-                status = fields["status"] = RecordStatus(status)
+                fields = {**fields, "status": RecordStatus(status)}
+                status = fields["status"]
             check_record(rec, rec.status, status)
         _assign(rec, fields, undo)
 
-    def _fence(self, fence: Fence, undo: list[Callable[[], None]]) -> None:
+    def _fence(self, fence: Fence, undo: list[_Undo]) -> None:
         run = self._runs[fence.run_id]
         if run.owner != fence.owner:
             raise lease_lost(fence.run_id, fence.owner, run.owner)
         if fence.lease_until is not None:
-            _assign(run, {"lease_until": fence.lease_until}, undo)
+            undo.append((run, "lease_until", run.lease_until))
+            run.lease_until = fence.lease_until
 
     # -- pairs (the ``pairs`` capability) ------------------------------------------------------
     def put_pair(self, pair: PairRecord) -> None:
@@ -221,16 +218,28 @@ class MemoryStore:
         return None
 
 
-def _assign(obj: Any, fields: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+#: How to take one change back: (dict, key, None) pops the key a change added; (obj, name,
+#: value) sets an attribute back; (obj, fields, None) with ``fields`` a dict sets each back.
+_Undo = tuple[Any, Any, Any]
+
+
+def _assign(obj: Any, fields: Mapping[str, Any], undo: list[_Undo]) -> None:
     """Set ``fields`` on ``obj``; ``undo`` learns how to set them back."""
-    old = {k: getattr(obj, k) for k in fields}
+    undo.append((obj, {k: getattr(obj, k) for k in fields}, None))
     for k, v in fields.items():
         setattr(obj, k, v)
 
-    def back() -> None:
-        for k, v in old.items():
-            setattr(obj, k, v)
-    undo.append(back)
+
+def _take_back(undo: list[_Undo]) -> None:
+    """Undo the entries of a commit that failed part-way, newest first."""
+    for target, what, value in reversed(undo):
+        if type(target) is dict:
+            target.pop(what, None)
+        elif type(what) is dict:
+            for k, v in what.items():
+                setattr(target, k, v)
+        else:
+            setattr(target, what, value)
 
 
 def _clone(value: Any) -> Any:

@@ -52,7 +52,7 @@ from rac.stores.sql import LATEST_VERSION, Dialect, SQLStore
 
 POSTGRES = Dialect(name="postgresql", param="%s", prefix="rac_", real="DOUBLE PRECISION",
                    boolean="BOOLEAN", int_bools=False, insertion_order="ord",
-                   order_column=",\n        ord BIGSERIAL")
+                   order_column=",\n        ord BIGSERIAL", row_lock=" FOR UPDATE")
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x7AC0_0001

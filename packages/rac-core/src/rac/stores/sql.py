@@ -76,6 +76,11 @@ class Dialect:
     insertion_order: str
     #: Extra column definition the runs table needs for that order ("" when built in).
     order_column: str
+    #: What makes a ``SELECT`` in a write transaction hold the row it read until the commit
+    #: (PostgreSQL's ``FOR UPDATE``; "" where a write transaction holds the whole database, as
+    #: SQLite's ``BEGIN IMMEDIATE`` does): a fence that checks the owner without renewing the
+    #: lease keeps a concurrent claim out until the commit, as the renewing ``UPDATE`` does.
+    row_lock: str = ""
 
     def table(self, name: str) -> str:
         """The full name of one of RAC's tables (``runs``, ``records``, ...)."""
@@ -228,7 +233,8 @@ class Statements:
                           f"(owner IS NULL OR owner={p} OR lease_until<={p})")
         # A fence: the writes of a commit go through only while their owner holds the run.
         self.fence = f"UPDATE {runs} SET lease_until={p} WHERE run_id={p} AND owner={p}"
-        self.fence_check = f"SELECT 1 FROM {runs} WHERE run_id={p} AND owner={p}"
+        self.fence_check = (f"SELECT 1 FROM {runs} WHERE run_id={p} AND owner={p}"
+                            f"{d.row_lock}")
         self.run_owner = f"SELECT owner, status FROM {runs} WHERE run_id={p}"
         self.record_state = f"SELECT kind, status, tool FROM {records} WHERE run_id={p} AND seq={p}"
         self.append = (f"INSERT INTO {records}({rec_cols}) "

@@ -78,6 +78,9 @@ class RunLog:
         #: this process last wrote with its writes (None: none yet, or another owner's)
         self._check: Fence | None = None
         self._renewed: float | None = None
+        #: the store the last commit went to, and its own ``commit`` (None: the fallback)
+        self._store: Any = None
+        self._store_commit: Any = None
 
     # -- the lease -------------------------------------------------------------------------------
     def take_over(self, owner: str, lease_seconds: float) -> None:
@@ -151,11 +154,10 @@ class RunLog:
 
     def _commit_now(self, changes: Sequence[Change], *, end: bool, durable: bool) -> None:
         if not self.fenced:
-            commit(self.engine.store, changes, durable=durable)
+            self._send(changes, durable)
             return
         if end:
-            commit(self.engine.store, [Fence(self.run_id, self.owner, ENDED), *changes],
-                   durable=durable)
+            self._send([Fence(self.run_id, self.owner, ENDED), *changes], durable)
             self._renewed = ENDED
             self.engine.leases.release(self)
             return
@@ -166,11 +168,24 @@ class RunLog:
             self._renewed = None
         renewed = self._renewed
         if renewed is None or until - renewed >= self.lease_seconds * RENEW_AFTER:
-            commit(self.engine.store, [Fence(self.run_id, self.owner, until), *changes],
-                   durable=durable)
+            self._send([Fence(self.run_id, self.owner, until), *changes], durable)
             self._renewed = until
         else:  # renewed a moment ago: the fence checks the owner and leaves the lease
-            commit(self.engine.store, [fence, *changes], durable=durable)
+            self._send([fence, *changes], durable)
+
+    def _send(self, changes: Sequence[Change], durable: bool) -> None:
+        """:func:`rac.stores.changes.commit` to the engine's store, its ``commit`` looked up
+        once per store."""
+        store = self.engine.store
+        if store is not self._store:
+            own = getattr(store, "commit", None)
+            self._store, self._store_commit = store, (
+                own if own is not None and "commit" in getattr(store, "capabilities", ())
+                else None)
+        if self._store_commit is not None:
+            self._store_commit(changes, durable=durable)
+        else:
+            commit(store, changes, durable=durable)
 
     def write(self, *, status: RunStatus | None = None,
               updates: Sequence[tuple[Record, dict[str, Any]]] = (),
@@ -294,7 +309,17 @@ class RunLog:
         """Write a new record (the intent of a call, or a refusal), flushed to disk before
         this returns; ``status``: the run's new status, in the same commit (a call that
         reopens an idle run)."""
-        self.write(status=status, appends=[rec])
+        if status is not None and status is not self.status:
+            self.write(status=status, appends=[rec])
+            return
+        # write(appends=[rec]), one record and no run status: the step of every call
+        if not rec.happened:
+            rec.happened = happened_after(rec, rec.status, rec.note)
+        self._commit([Append(rec)], False, True)
+        self.records[rec.seq] = rec
+        if self._undoes is not None and rec.compensates is not None:
+            self._undoes.setdefault(rec.compensates, []).append(rec.seq)
+        self._announce(rec, None)
 
     def update(self, rec: Record, *, durable: bool = False,
                expect: RecordStatus | None = None, **fields: Any) -> None:
@@ -302,8 +327,19 @@ class RunLog:
         :mod:`rac.lifecycle`). Not flushed to disk on its own unless ``durable`` (see
         :meth:`write`). ``expect``: only while the log still holds the record with that
         status (compare-and-set, see :class:`rac.stores.changes.UpdateRecord`)."""
-        self.write(updates=[(rec, fields)], durable=durable,
-                   expect=None if expect is None else {rec.seq: expect})
+        # write(updates=[(rec, fields)]), one record and no run status: a call's outcome
+        was = rec.status
+        new = fields.get("status")
+        if new is not None:
+            check_record(rec, was, new)
+            if "happened" not in fields:  # whether it happened is data, kept with it
+                fields["happened"] = happened_after(rec, new, fields.get("note"))
+        fields["updated_at"] = self.engine.clock.now()
+        self._commit([UpdateRecord(self.run_id, rec.seq, fields, expect)], False, durable)
+        for k, v in fields.items():
+            setattr(rec, k, v)
+        if new is not None and (new is not was or new is RecordStatus.COMPENSATING):
+            self._announce(rec, was)
 
     def _announce(self, rec: Record, previous: RecordStatus | None) -> None:
         bad = rec.status in _BAD
@@ -312,7 +348,7 @@ class RunLog:
                        tool=rec.tool, kind=str(rec.kind), status=str(rec.status),
                        agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         hooks = self.engine.hooks
-        if hooks.listened("rac_record_written"):
+        if "rac_record_written" in hooks.implemented:
             hooks.notify("rac_record_written", record=rec.shown(),
                          previous=str(previous) if previous is not None else None)
 

@@ -118,22 +118,25 @@ class MemoryStore:
         undo: list[_Undo] = []
         with self._lock:
             try:
-                for change in changes:
+                n = len(changes)
+                for i, change in enumerate(changes, 1):
+                    # the last change refuses before it changes anything: no undo entry
+                    u = undo if i < n else _NO_UNDO
                     t = type(change)
                     if t is Fence:
-                        self._fence(change, undo)  # type: ignore[arg-type]
+                        self._fence(change, u)  # type: ignore[arg-type]
                     elif t is Append:
-                        self._append(change.record, undo)  # type: ignore[union-attr]
+                        self._append(change.record, u)  # type: ignore[union-attr]
                     elif t is UpdateRecord:
                         assert isinstance(change, UpdateRecord)
-                        self._update_record(change.run_id, change.seq, change.fields, undo,
+                        self._update_record(change.run_id, change.seq, change.fields, u,
                                             change)
                     elif t is UpdateRun:
                         assert isinstance(change, UpdateRun)
-                        self._update_run(change.run_id, change.fields, undo)
+                        self._update_run(change.run_id, change.fields, u)
                     elif t is CreateRun:
                         assert isinstance(change, CreateRun)
-                        self._create_run(change.run, undo)
+                        self._create_run(change.run, u)
                     else:
                         raise TypeError(f"not a change of the log: {change!r}")
             except BaseException:
@@ -223,9 +226,21 @@ class MemoryStore:
 _Undo = tuple[Any, Any, Any]
 
 
+class _Discard(list[_Undo]):
+    """The undo list of a commit's last change: nothing after it can fail, so nothing of it
+    needs taking back."""
+
+    def append(self, entry: _Undo) -> None:  # noqa: D102 - see the class
+        return None
+
+
+_NO_UNDO = _Discard()
+
+
 def _assign(obj: Any, fields: Mapping[str, Any], undo: list[_Undo]) -> None:
     """Set ``fields`` on ``obj``; ``undo`` learns how to set them back."""
-    undo.append((obj, {k: getattr(obj, k) for k in fields}, None))
+    if undo is not _NO_UNDO:
+        undo.append((obj, {k: getattr(obj, k) for k in fields}, None))
     for k, v in fields.items():
         setattr(obj, k, v)
 

@@ -172,3 +172,20 @@ def test_no_module_but_the_run_state_decides_a_run_status() -> None:
         if used & _DECIDERS:
             offenders[module] = sorted(used & _DECIDERS)
     assert not offenders, f"modules that decide a run's status themselves: {offenders}"
+
+
+def test_the_run_status_sets_are_written_once_and_agree_with_the_tables() -> None:
+    """The sets other modules read (the CLI, tracing, the report) come from rac.lifecycle:
+    every status is unfinished or at rest, and a rollback that left nothing live ends in
+    one of CLEAN_AFTER_ROLLBACK, for the run and for a nested scope."""
+    from rac.lifecycle import AT_REST, CLEAN_AFTER_ROLLBACK, IDLE, UNFINISHED, status_after_rollback
+
+    assert AT_REST | UNFINISHED == frozenset(RunStatus) and not AT_REST & UNFINISHED
+    assert IDLE < AT_REST and RunStatus.NEEDS_ATTENTION in AT_REST - IDLE
+    undone = [Record("r", 1, "book", status=RecordStatus.COMPENSATED, scope="0.1")]
+    assert {status_after_rollback(undone, scope) for scope in ("0", "0.1")} \
+        == CLEAN_AFTER_ROLLBACK
+    sources = {m: (_RAC / m).read_text() for m in ("cli/render.py", "otel.py", "report.py")}
+    for module, text in sources.items():
+        assert "RunStatus.COMPENSATED, RunStatus" not in text \
+            and "RunStatus.RUNNING, RunStatus" not in text, module

@@ -1,11 +1,13 @@
 """Leases: how a live run tells every other process that it is being worked on.
 
 A run is written with its owner (``host:pid:nonce`` of the engine) and a lease: a time until
-which nobody else may claim it. The owner renews the lease with every write (each commit
-carries a :class:`rac.stores.changes.Fence` that both renews it and checks that the owner
-still holds the run) and, while the run is idle or a tool call is long, with a heartbeat: a
-background thread that renews the leases of the engine's live runs every ``heartbeat_seconds``
-(default: a third of ``lease_seconds``, so two beats may be missed before a lease runs out).
+which nobody else may claim it. The owner renews the lease with its writes (each commit
+carries a :class:`rac.stores.changes.Fence` that checks that the owner still holds the run,
+and renews the lease once a tenth of it has run down since the last renewal,
+:data:`rac.run.log.RENEW_AFTER`) and, while the run is idle or a tool call is long, with a
+heartbeat: a background thread that renews the leases of the engine's live runs every
+``heartbeat_seconds`` (default: a third of ``lease_seconds``, so two beats may be missed
+before a lease runs out).
 
 What a lease buys:
 

@@ -93,6 +93,12 @@ UNFINISHED = frozenset({S.RUNNING, S.COMPENSATING})
 ROLLED_BACK = frozenset({S.COMPENSATED, S.NEEDS_ATTENTION})
 #: Statuses of a run ``rac resume`` takes up: unfinished, or waiting for a person.
 RESUMABLE = UNFINISHED | {S.NEEDS_ATTENTION}
+#: Statuses of a run no process works on: idle, or waiting for a person (every status but
+#: the unfinished ones).
+AT_REST = frozenset(S) - UNFINISHED
+#: The statuses :func:`status_after_rollback` gives a rollback that left nothing live:
+#: ``compensated`` (the run), ``running`` (a nested scope: the run goes on).
+CLEAN_AFTER_ROLLBACK = frozenset({S.COMPENSATED, S.RUNNING})
 
 
 def run_after(status: RunStatus, event: RunEvent) -> RunStatus:
@@ -253,7 +259,7 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
     return S.COMPENSATED
 
 
-__all__ = ["COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_HAPPENED_NOTE",
+__all__ = ["AT_REST", "CLEAN_AFTER_ROLLBACK", "COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_HAPPENED_NOTE",
            "MAYBE_LIVE", "MAYBE_UNDONE_NOTES", "RECORD_TRANSITIONS", "RESUMABLE", "ROLLED_BACK",
            "RUN_EVENTS", "RUN_TRANSITIONS", "RunEvent", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE",
            "UNFINISHED",

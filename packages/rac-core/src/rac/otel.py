@@ -29,6 +29,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rac.hookspecs import hookimpl
+from rac.lifecycle import AT_REST
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 
 if TYPE_CHECKING:
@@ -38,8 +39,7 @@ if TYPE_CHECKING:
 R = RecordStatus
 _CALL_DONE = frozenset({R.COMPLETED, R.FAILED, R.IN_DOUBT, R.COMPENSATING, R.COMPENSATED,
                         R.COMPENSATION_FAILED, R.RESOLVED})
-_RUN_DONE = frozenset({RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.NEEDS_ATTENTION,
-                       RunStatus.RESOLVED})
+_RUN_DONE = AT_REST
 INSTRUMENTATION = "rac"
 
 

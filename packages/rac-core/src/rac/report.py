@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from rac.lifecycle import CLEAN_AFTER_ROLLBACK
 from rac.models import RunStatus
 
 
@@ -73,7 +74,7 @@ class RecoveryReport(BaseModel):
         """True only if every side effect of the scope that may have happened was undone (and
         the run's status, computed from its records, agrees)."""
         return (not self.left_live and not self.in_flight and not self.unreviewed
-                and self.status in (RunStatus.COMPENSATED, RunStatus.RUNNING))
+                and self.status in CLEAN_AFTER_ROLLBACK)
 
     def render(self) -> str:
         """The default short text for the agent (plugins may replace it through

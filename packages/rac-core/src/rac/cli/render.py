@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rac.lifecycle import NEEDS_A_PERSON, may_be_live, uncertain
+from rac.lifecycle import IDLE, NEEDS_A_PERSON, UNFINISHED, may_be_live, uncertain
 from rac.models import PairRecord, Record, RecordKind, RecordStatus, RunInfo, RunStatus
 
 R = RecordStatus
@@ -74,7 +74,7 @@ def next_step(info: RunInfo, records: Sequence[Record], *,
         return (f"{len(live)} effect(s) may still be live. Check each in its own system: once "
                 f"undone or accepted by hand, {resolve}; once the cause of a failed undo is "
                 f"fixed, retry the undo ({resume}).")
-    if info.status in (RunStatus.RUNNING, RunStatus.COMPENSATING):
+    if info.status in UNFINISHED:
         return ("The run is unfinished. If its process is gone, `rac recover --app ...` "
                 "finishes it (a live owner's run is left alone).")
     if info.status is RunStatus.COMPLETED:
@@ -114,8 +114,8 @@ def unreviewed_undos(records: Sequence[Record], pairs: Sequence[PairRecord]
             and (tool_of.get(c.compensates or 0), c.tool) in auto]
 
 
-#: Run statuses that say nothing of the run is left for a person.
-_SETTLED = (RunStatus.COMPLETED, RunStatus.COMPENSATED, RunStatus.RESOLVED)
+#: Run statuses that say nothing of the run is left for a person: the idle ones.
+_SETTLED = IDLE
 
 
 def contradiction(run: RunInfo | str, records: Sequence[Record]) -> str | None:

@@ -115,7 +115,11 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
         try:
             call = Invoke(_bound(invoke, tool), _abound(ainvoke, tool),
                           with_key(run, tool, begun.args, rec))
-            performed = yield from perform(run, rec, tool, begun.args, call, made)
+            if made is None and not engine.hooks.watches_attempts:
+                ok, raw = yield call  # the first attempt; perform() reads what a failure means
+                made = outcome_of(engine, tool, ok, raw)
+            performed = Performed("ok", made) if made is not None and made.ok else (
+                yield from perform(run, rec, tool, begun.args, call, made))
         except BaseException as e:
             run.interrupted(rec, e)
             raise
@@ -377,11 +381,8 @@ def perform(run: Run, rec: Record, tool: str, own_args: dict[str, Any],
             rec.attempts = 1
         if made is not None:
             got, made = made, None
-        elif engine.hooks.watches_attempts:
+        else:
             got = yield from attempt(engine, tool, call, rec)
-        else:  # nobody watches attempts: the attempt is the tool call (one generator less)
-            ok, raw = yield call
-            got = outcome_of(engine, tool, ok, raw)
         if got.ok:
             return Performed("ok", got)
         policy = engine.retry

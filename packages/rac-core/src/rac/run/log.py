@@ -3,9 +3,9 @@ checked against the lifecycle tables, written to the store first, then to the ru
 announced (one structlog event, and the notification hooks).
 
 Every write carries a fence (:class:`rac.stores.changes.Fence`): it goes through only while
-this process holds the run, and renews the run's lease (see :mod:`rac.leases`). Once another
-process has claimed the run, a write raises :class:`rac.errors.LeaseLostError` and nothing of
-it reaches the log."""
+this process holds the run, and renews the run's lease once a tenth of it has run down
+(:data:`RENEW_AFTER`, see :mod:`rac.leases`). Once another process has claimed the run, a
+write raises :class:`rac.errors.LeaseLostError` and nothing of it reaches the log."""
 
 from __future__ import annotations
 
@@ -153,31 +153,25 @@ class RunLog:
         self._commit_now(changes, end=end, durable=durable)
 
     def _commit_now(self, changes: Sequence[Change], *, end: bool, durable: bool) -> None:
-        if not self.fenced:
-            self._send(changes, durable)
-            return
-        if end:
-            self._send([Fence(self.run_id, self.owner, ENDED), *changes], durable)
-            self._renewed = ENDED
-            self.engine.leases.release(self)
-            return
-        until = self.engine.clock.now() + self.lease_seconds
-        fence = self._check
-        if fence is None or fence.owner != self.owner:
-            fence = self._check = Fence(self.run_id, self.owner)
-            self._renewed = None
-        renewed = self._renewed
-        if renewed is None or until - renewed >= self.lease_seconds * RENEW_AFTER:
-            self._send([Fence(self.run_id, self.owner, until), *changes], durable)
-            self._renewed = until
-        else:  # renewed a moment ago: the fence checks the owner and leaves the lease
-            self._send([fence, *changes], durable)
-
-    def _send(self, changes: Sequence[Change], durable: bool) -> None:
-        """:func:`rac.stores.changes.commit` to the engine's store, its ``commit`` looked up
-        once per store."""
+        lease: float | None = None  # the lease this commit writes, if any
+        if self.fenced:
+            if end:
+                lease = ENDED
+                changes = [Fence(self.run_id, self.owner, ENDED), *changes]
+            else:
+                until = self.engine.clock.now() + self.lease_seconds
+                fence = self._check
+                if fence is None or fence.owner != self.owner:
+                    fence = self._check = Fence(self.run_id, self.owner)
+                    self._renewed = None
+                renewed = self._renewed
+                if renewed is None or until - renewed >= self.lease_seconds * RENEW_AFTER:
+                    lease = until
+                    fence = Fence(self.run_id, self.owner, until)
+                # else renewed a moment ago: the fence checks the owner, leaves the lease
+                changes = [fence, *changes]
         store = self.engine.store
-        if store is not self._store:
+        if store is not self._store:  # the store's own commit, looked up once per store
             own = getattr(store, "commit", None)
             self._store, self._store_commit = store, (
                 own if own is not None and "commit" in getattr(store, "capabilities", ())
@@ -186,6 +180,10 @@ class RunLog:
             self._store_commit(changes, durable=durable)
         else:
             commit(store, changes, durable=durable)
+        if lease is not None:
+            self._renewed = lease
+            if end:
+                self.engine.leases.release(self)
 
     def write(self, *, status: RunStatus | None = None,
               updates: Sequence[tuple[Record, dict[str, Any]]] = (),

@@ -10,9 +10,10 @@ write: the same intent record, the same completed record. Anything else at any p
 exception, a result that reports a failure, a rolled-back scope, a value that needs
 redaction) goes on in the general flow from where it stands.
 
-Why it exists: ``python -m benchmarks.suites.core_path`` (issue 12's budget: RAC's call at most
-0.8x the reference implementation's core path) measures the general flow at about 2.9x the
-reference and this path at about 0.7x (see ``docs/performance.md``). ``RAC_FAST_PATH=0``
+Why it still exists: ``python -m benchmarks.suites.core_path`` (issue 28's budget: the path
+adapters take at most 0.8x the reference implementation's core path) measured the general flow
+at about 3x the reference and this path at about 1.6x on 2026-12-02 (see
+``docs/performance.md``); it goes once the general flow is within budget. ``RAC_FAST_PATH=0``
 (or ``engine.fast_path = False``) turns it off; ``tests/core/test_fast_path.py`` checks that
 both paths write the same records, and ``scripts/test.sh`` runs the whole suite again with it
 off.

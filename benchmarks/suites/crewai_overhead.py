@@ -109,20 +109,27 @@ def crew(per_turn: int = 1) -> Crew:
                                             agent=agent)])
 
 
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def paired(bare: Callable[[], Any], guarded: Callable[[], Any], calls: int,
            warmup: int) -> dict[str, Any]:
-    """Interleave ``bare`` and ``guarded`` calls; times in microseconds."""
+    """Interleave ``bare`` and ``guarded`` calls, which of the two goes first turning with
+    each pair (so neither always runs on the other's warm caches or after its garbage);
+    times in microseconds."""
     b: list[float] = []
     g: list[float] = []
     for i in range(warmup + calls):
-        t0 = time.perf_counter()
-        bare()
-        t1 = time.perf_counter()
-        guarded()
-        t2 = time.perf_counter()
+        if i % 2:
+            tg, tb = _timed(guarded), _timed(bare)
+        else:
+            tb, tg = _timed(bare), _timed(guarded)
         if i >= warmup:
-            b.append((t1 - t0) * 1e6)
-            g.append((t2 - t1) * 1e6)
+            b.append(tb)
+            g.append(tg)
     diff = [y - x for x, y in zip(b, g, strict=True)]
     return {"bare_us": median_p99(b), "rac_us": median_p99(g), "overhead_us": median_p99(diff)}
 
@@ -153,6 +160,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     opts = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()
     results = []
     with tempfile.TemporaryDirectory(prefix="rac-crewai-bench-") as tmp:
         for label, store in (("memory", "memory://"), ("sqlite", f"sqlite:///{tmp}/rac.db")):
@@ -175,7 +184,13 @@ def main() -> None:
         "crew_calls": opts.calls, "two_call_turns": opts.two_call_turns,
         "tool_calls": opts.tool_calls, "warmup": opts.warmup,
         "python": platform.python_version(), "machine": platform.machine(),
-        "crewai": crewai_version, "results": results,
+        "crewai": crewai_version, "started_utc": started,
+        "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
+                                "after": [round(x, 2) for x in os.getloadavg()]},
+        "cpus": os.cpu_count(),
+        "target": "issue 30: a scripted two-call turn (crew_two_calls) with the SQLite log "
+                  "within +25% of the bare turn",
+        "results": results,
     }
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(report, indent=2) + "\n")

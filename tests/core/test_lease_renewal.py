@@ -76,7 +76,8 @@ def test_a_write_that_leaves_the_lease_is_refused_once_another_process_holds_the
 
 
 def test_a_fence_without_a_lease_checks_the_owner_and_leaves_the_lease(url: str) -> None:
-    store = rac.RAC(store=url, load_entrypoints=False).store
+    eng = rac.RAC(store=url, load_entrypoints=False)  # kept: closing it closes its store
+    store = eng.store
     store.create_run(RunInfo("fenced", owner="me", lease_until=10.0))
     store.commit([Fence("fenced", "me"), Append(make_record("fenced", 1))])
     info = store.get_run("fenced")
@@ -84,4 +85,4 @@ def test_a_fence_without_a_lease_checks_the_owner_and_leaves_the_lease(url: str)
     with pytest.raises(rac.LeaseLostError):
         store.commit([Fence("fenced", "someone-else"), Append(make_record("fenced", 2))])
     assert [r.seq for r in store.get_records("fenced")] == [1]
-    store.close()
+    eng.close()

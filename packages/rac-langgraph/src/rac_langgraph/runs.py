@@ -428,18 +428,9 @@ class TurnRuns(RunRegistry[TurnKey]):
             if own is not None:
                 return own
             if wait and _may_be_saved(config):
-                clock = SAVE_CLOCK
-                deadline = clock.now() + _SAVE_WAIT
-                pause = 0.0005
-                while found is None and clock.now() < deadline:
-                    yield _Sleep(pause)
-                    pause = min(pause * 2, 0.05)
-                    found = yield _Get(lookup)
-                    if found is None:  # a saver that keeps only inputs: the input may come
-                        own = self._own_input((yield _List(thread, lookup)), checkpoint_id,
-                                              config)
-                        if own is not None:
-                            return own
+                found = yield from self._wait_saved(thread, checkpoint_id, config)
+                if isinstance(found, str):
+                    return found
             if found is None:
                 return self._remember([checkpoint_id], checkpoint_id, config)
         chain = [found]
@@ -452,6 +443,28 @@ class TurnRuns(RunRegistry[TurnKey]):
                 break
             chain.append(nxt)
         return self._walk(chain, config)
+
+    def _wait_saved(self, thread: str, checkpoint_id: str, config: Mapping[str, Any] | None
+                    ) -> _Reads[Any]:
+        """Wait, at most ``_SAVE_WAIT`` on :data:`SAVE_CLOCK`, for LangGraph's background save of
+        a step's checkpoint (``durability="async"``: on a busy machine it may come well after
+        the step starts): the saved checkpoint tuple, or the invocation's own ``input``
+        checkpoint's id when a saver that keeps only inputs saves that first (see
+        :meth:`_own_input`), or None when neither came in time. Its reads and sleeps are
+        yielded (see :func:`_drive`)."""
+        lookup = _lookup(thread, checkpoint_id)
+        deadline = SAVE_CLOCK.now() + _SAVE_WAIT
+        pause = 0.0005
+        while SAVE_CLOCK.now() < deadline:
+            yield _Sleep(pause)
+            pause = min(pause * 2, 0.05)
+            found = yield _Get(lookup)
+            if found is not None:
+                return found
+            own = self._own_input((yield _List(thread, lookup)), checkpoint_id, config)
+            if own is not None:
+                return own
+        return None
 
     def _known(self, checkpoint_id: str, config: Mapping[str, Any] | None) -> str | None:
         """The anchor of a step whose checkpoint is not saved, when this process knows it: the
@@ -628,13 +641,24 @@ class TurnRuns(RunRegistry[TurnKey]):
         """:meth:`resumed_note`'s search, its reads yielded (see :func:`_drive`)."""
         _saver, thread, root, resumed = found
         note = None
-        if resumed and (root in self._anchors
-                        or (yield _Get(_lookup(thread, root))) is not None):
+        if resumed and (root in self._anchors or (yield from self._saved(thread, root, config))):
             anchor = yield from self._find_anchor(thread, root, config, False)
             note = self.take_note((yield from self._find_durable(thread, anchor, agent_id)))
         if note is None and self._first_check(config, root):
             note = yield from self._find_earlier(thread, root, config, state)
         return note
+
+    def _saved(self, thread: str, root: str, config: Mapping[str, Any] | None) -> _Reads[bool]:
+        """Whether the checkpoint ``root`` a resumed invocation's first step runs from is
+        saved, waiting for LangGraph's background save when it may still come (a resumed
+        thread's first step runs from the checkpoint its resumption just made; on a busy
+        machine its save may lag the step, and without the wait the rollback of the turn it
+        resumes went untold, or was told as an earlier turn's)."""
+        if (yield _Get(_lookup(thread, root))) is not None:
+            return True
+        if not _may_be_saved(config):
+            return False
+        return (yield from self._wait_saved(thread, root, config)) is not None
 
     def _first_check(self, config: Mapping[str, Any] | None, root: str) -> bool:
         """True the first time an invocation (else a step's checkpoint ``root``) is checked

@@ -59,18 +59,16 @@ class _ModelDown(Exception):
     """The model's API failed mid-turn."""
 
 
-async def test_a_history_cut_short_between_two_calls_goes_on_with_its_completed_run(
-        tmp_path: Path) -> None:
-    """The invocation's run is marked completed after each call; a turn cut short between two
-    calls (the model's API failing, or a process dying) and resumed from its saved history
-    continues that run, so a later failure undoes the flight booked before the cut."""
-    world = TravelWorld()
-    world.fail("book_car", "permanent", message="no cars")
-    log = f"sqlite:///{tmp_path / 'rac.db'}"
-    engine = rac.RAC(store=log, compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
-                     load_entrypoints=False)
+def _engine(log: str) -> rac.RAC:
+    return rac.RAC(store=log, compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
+                   load_entrypoints=False)
+
+
+async def _cut_short_after_a_flight(world: TravelWorld, engine: rac.RAC) -> ChatHistory:
+    """A streamed turn whose history the app saves as it goes, cut short by the model's API
+    failing after the flight's call; returns the saved history."""
     saved = ChatHistory()
-    saved.add_user_message("A flight and a car.")
+    saved.add_user_message("A flight, then more.")
 
     async def save(message: ChatMessageContent) -> None:
         saved.add_message(message)
@@ -80,17 +78,29 @@ async def test_a_history_cut_short_between_two_calls_goes_on_with_its_completed_
 
     agent, _ = trip_agent(travel_kernel(world), [[FLIGHT], down])
     enable_rac(agent, rac=engine)
-    with pytest.raises(Exception) as cut:
-        async for _ in agent.invoke_stream(messages="A flight and a car.",
+    with pytest.raises(Exception) as cut:  # noqa: B017 - SK wraps the model's failure
+        async for _ in agent.invoke_stream(messages="A flight, then more.",
                                            on_intermediate_message=save):
             pass
     assert "503" in str(cut.value) or isinstance(cut.value.__cause__, _ModelDown), cut.value
+    return saved
+
+
+async def test_a_history_cut_short_between_two_calls_goes_on_with_its_completed_run(
+        tmp_path: Path) -> None:
+    """The invocation's run is marked completed after each call; a turn cut short between two
+    calls (the model's API failing, or a process dying) and resumed from its saved history
+    continues that run, so a later failure undoes the flight booked before the cut."""
+    world = TravelWorld()
+    world.fail("book_car", "permanent", message="no cars")
+    log = f"sqlite:///{tmp_path / 'rac.db'}"
+    engine = _engine(log)
+    saved = await _cut_short_after_a_flight(world, engine)
     [info] = engine.store.list_runs()
     assert info.status is rac.RunStatus.COMPLETED  # marked after the flight's call
     engine.store.close()
 
-    later = rac.RAC(store=log, compensations=TRAVEL_COMPENSATIONS, read_only=TRAVEL_READ_ONLY,
-                    load_entrypoints=False)  # the app started again
+    later = _engine(log)  # the app started again
     resumed, model = trip_agent(travel_kernel(world), [[CAR], "Sorry, no car."])
     enable_rac(resumed, rac=later)
     await resumed.get_response(thread=ChatHistoryAgentThread(
@@ -129,4 +139,29 @@ async def test_a_finished_turn_resumed_from_its_history_opens_a_run_of_its_own(
     first, second = sorted(engine.store.list_runs(), key=lambda r: r.created_at)
     assert first.status is rac.RunStatus.COMPLETED
     assert second.status is rac.RunStatus.COMPENSATED
+    engine.store.close()
+
+
+async def test_a_history_whose_run_another_process_holds_is_not_carried_on_twice(
+        tmp_path: Path) -> None:
+    """The saved history restored while another live process still works on its run (it
+    holds the run's lease): the restored turn's calls are refused, the model told why, and
+    nothing is booked by a second process on one run."""
+    world = TravelWorld()
+    engine = _engine(f"sqlite:///{tmp_path / 'rac.db'}")
+    saved = await _cut_short_after_a_flight(world, engine)
+    [info] = engine.store.list_runs()
+    # Another machine's process carries the run on (its lease has ten minutes to go).
+    assert engine.store.claim_run(info.run_id, "elsewhere:4242:worker", engine.clock.now(),
+                                  600.0)
+
+    resumed, model = trip_agent(travel_kernel(world), [[HOTEL], "I could not book it."])
+    enable_rac(resumed, rac=engine)
+    await resumed.get_response(thread=ChatHistoryAgentThread(
+        chat_history=ChatHistory.restore_chat_history(saved.serialize())))
+
+    assert world.calls.get("book_hotel", 0) == 0
+    told = model.tool_results()[-1]
+    assert told.startswith("RAC: not run: travel-book_hotel belongs to work another process"), \
+        told
     engine.store.close()

@@ -45,7 +45,7 @@ from rac_semantic_kernel.functions import (
     signature,
 )
 from rac_semantic_kernel.mcp_plugins import adopt_mcp_plugin, mcp_target
-from rac_semantic_kernel.runs import InvocationRuns, runs_of
+from rac_semantic_kernel.runs import HeldElsewhere, InvocationRuns, runs_of
 from rac_semantic_kernel.values import plain_value
 
 #: Text SK's handler puts in place of an exception it caught.
@@ -115,6 +115,10 @@ _AGENT_MODULE = "semantic_kernel.agents.agent"
 #: What the model is told of a call RAC refused because its undo is not available.
 _NO_UNDO = ("RAC: not run: {name} could not be undone if the work failed later (its "
             "compensation is not available), so it was not called. Tell the user.")
+#: What the model is told of a call on a restored history whose run another process carries on.
+_HELD_ELSEWHERE = ("RAC: not run: {name} belongs to work another process is still carrying "
+                   "on (this conversation was restored while that process works on it), so "
+                   "it was not called. Tell the user.")
 #: What the model is told of a call made by an orchestration outside any run.
 _OUTSIDE_RUN = ("RAC: not run: {name} was asked for by an agent of an orchestration whose "
                 "runtime was started outside a RAC run, so it could not be undone with the "
@@ -263,8 +267,15 @@ class FunctionCallFilter:
         agent = self.agent_of(kernel, ctx.chat_history)
         own = run is None
         if run is None:
-            run = self.runs.run_for(ctx.chat_history, agent) \
-                if ctx.chat_history is not None else engine.run(agent_id=agent)
+            try:
+                run = self.runs.run_for(ctx.chat_history, agent) \
+                    if ctx.chat_history is not None else engine.run(agent_id=agent)
+            except HeldElsewhere as e:  # a restored history whose run another process holds
+                emit("rac_semantic_kernel.call", level="error", function=name,
+                     status="refused", error=str(e))
+                ctx.function_result = FunctionResult(function=fn.metadata,
+                                                     value=_HELD_ELSEWHERE.format(name=name))
+                return
         # this kernel's functions are this agent's: another agent's plugin of the same name
         # (another vendor's system) never undoes this agent's calls
         run.add_tools(tool_set, agent_id=agent or run.agent_id)

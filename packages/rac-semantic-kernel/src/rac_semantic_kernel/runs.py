@@ -70,6 +70,11 @@ def saved_run_id(history: ChatHistory) -> tuple[str | None, bool]:
     return found, cut_short and found is not None
 
 
+class HeldElsewhere(rac.RACError):
+    """A restored history's run is carried on by another live process: its calls here would
+    be a second process working on one run."""
+
+
 class InvocationRuns:
     """The runs of the invocations one engine serves, keyed by their chat history."""
 
@@ -103,9 +108,13 @@ class InvocationRuns:
         """The run of a history's first call: the run a restored history's saved calls were
         part of, continued; else a new one."""
         run_id, cut_short = saved_run_id(history)
-        # a run this adapter completed after a call goes on when the turn was cut short
-        resumed = continue_run(self.engine, run_id, completed=cut_short) \
-            if run_id is not None else None
+        try:  # a run this adapter completed after a call goes on when the turn was cut short
+            resumed = continue_run(self.engine, run_id, completed=cut_short) \
+                if run_id is not None else None
+        except rac.RACError as e:
+            if type(e) is not rac.RACError:  # not reopen's refusal: something else failed
+                raise
+            raise HeldElsewhere(str(e)) from e
         return resumed if resumed is not None else self.engine.run(agent_id=agent_id)
 
     def _forget_dead(self) -> None:

@@ -157,6 +157,9 @@ async def measure_agent(store: str, calls: int, warmup: int, per_run: int = 1,
         row["floor_pct_median"] = round(
             100 * statistics.median(times["floor"]) / row["bare_us"]["median"], 2)
         row["beyond_floor_us"] = median_p99(beyond)
+        row["beyond_floor_of_medians_us"] = round(
+            statistics.median(times["rac"]) - statistics.median(times["bare"])
+            - statistics.median(times["floor"]), 1)
         row["beyond_floor_pct_median"] = round(
             100 * row["beyond_floor_us"]["median"] / row["bare_us"]["median"], 2)
     return row

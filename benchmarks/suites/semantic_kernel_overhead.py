@@ -179,7 +179,10 @@ async def measure(store: str, calls: int, warmup: int, per_turn: int = 1,
                                  "p99": round(interpolated_percentile(fl, 99), 1)}
         row["floor_pct_median"] = round(100 * statistics.median(fl) / statistics.median(bare),
                                         2)
-        row["beyond_floor_us"] = {"paired_median": round(statistics.median(beyond), 1)}
+        row["beyond_floor_us"] = {
+            "paired_median": round(statistics.median(beyond), 1),
+            "of_medians": round(statistics.median(times["rac"]) - statistics.median(bare)
+                                - statistics.median(fl), 1)}
         row["beyond_floor_pct_median"] = round(
             100 * statistics.median(beyond) / statistics.median(bare), 2)
     return row

@@ -5,7 +5,9 @@ adapters' overhead suites time, in the same rounds as the turns, the commits a R
 (counted with :func:`durable_commits`) made directly with ``sqlite3`` on the same disk, opened
 as RAC's SQLite store opens its log (WAL, ``synchronous=FULL``, each write in ``BEGIN
 IMMEDIATE`` ... ``COMMIT``), one row each, on the calling thread: what RAC costs beyond that is
-its own.
+its own. The split is approximate on a busy disk: a flush waits for whatever the file system
+must write with it (RAC's unflushed commits of the previous turn, other processes' writes), so
+the floor's commits and RAC's can each pay for the other's; compare the CPU times too.
 """
 
 from __future__ import annotations

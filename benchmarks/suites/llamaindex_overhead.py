@@ -19,7 +19,9 @@ median and p99 are reported, with the log in memory and in a SQLite file
 (:mod:`benchmarks.harness.fsync_floor`): as many bare ``sqlite3`` commits of one row as a RAC
 run flushes (counted on the store before the rounds), on the same disk; RAC's overhead beyond
 that floor is its own. RAC's structlog events are filtered out below WARNING, as an
-application would. The load average is recorded.
+application would. Each call's CPU time (``time.process_time``, the process's threads included)
+is recorded too: RAC's CPU cost, which a busy disk and other work on a shared machine move less
+than the wall time. The load average is recorded.
 
     uv run python -m benchmarks.suites.llamaindex_overhead [--calls 300] [--two-call-turns 300]
         [--tool-calls 5000]
@@ -101,19 +103,23 @@ def agent(per_run: int = 1) -> FunctionAgent:
 
 async def rounds(timed: dict[str, Callable[[], Awaitable[Any]]], calls: int,
                  warmup: int) -> dict[str, list[float]]:
-    """Rounds of one call of each of ``timed``, the order turning every round; times in µs."""
+    """Rounds of one call of each of ``timed``, the order turning every round; wall times in
+    µs, and under ``"<name> cpu"`` the process's CPU time of each call (its threads' too:
+    what the call computed, without its waits for the disk or a core)."""
     names = list(timed)
     times: dict[str, list[float]] = {n: [] for n in names}
+    times.update({f"{n} cpu": [] for n in names})
     for i in range(warmup + calls):
         if i == warmup:
             gc.collect()
             gc.freeze()
         k = i % len(names)
         for name in names[k:] + names[:k]:
-            start = time.perf_counter()
+            cpu, start = time.process_time(), time.perf_counter()
             await timed[name]()
             if i >= warmup:
                 times[name].append((time.perf_counter() - start) * 1e6)
+                times[f"{name} cpu"].append((time.process_time() - cpu) * 1e6)
     gc.unfreeze()
     return times
 
@@ -149,6 +155,8 @@ async def measure_agent(store: str, calls: int, warmup: int, per_run: int = 1,
     row["overhead_pct_median"] = round(
         100 * row["overhead_us"]["median"] / row["bare_us"]["median"], 2)
     row["flushed_commits_per_run"] = flushes
+    row["cpu_overhead_us"] = median_p99([r - b for b, r in zip(
+        times["bare cpu"], times["rac cpu"], strict=True)])
     if floor is not None:
         floor.close()
         beyond = [r - b - f for b, r, f in zip(times["bare"], times["rac"], times["floor"],

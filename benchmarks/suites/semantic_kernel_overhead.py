@@ -15,7 +15,10 @@ stays on. RAC's log is measured in memory and in a SQLite file (``synchronous=FU
 SQLite the rounds also time the fsync floor (:mod:`benchmarks.harness.fsync_floor`): as many
 bare ``sqlite3`` commits of one row as a RAC turn flushes (counted on the store before the
 rounds), on the same disk; RAC's overhead beyond that floor is its own. RAC's structlog events
-and SK's logging are filtered out, as an application would. The load average is recorded.
+and SK's logging are filtered out, as an application would. Each invocation's CPU time
+(``time.process_time``, the process's threads included) is recorded too: RAC's CPU cost, which a
+busy disk and other work on a shared machine move less than the wall time. The load average is
+recorded.
 
     uv run --frozen python -m benchmarks.suites.semantic_kernel_overhead [--calls 1000] [--warmup 100]
 
@@ -144,16 +147,18 @@ async def measure(store: str, calls: int, warmup: int, per_turn: int = 1,
         timed["floor"] = floor.acall
     order = list(timed)
     times: dict[str, list[float]] = {name: [] for name in order}
+    cpu: dict[str, list[float]] = {name: [] for name in order}  # the process's, threads too
     for i in range(warmup + calls):
         if i == warmup:
             gc.collect()
             gc.freeze()
         k = i % len(order)
         for name in order[k:] + order[:k]:  # rotate, so no agent always goes first
-            start = time.perf_counter_ns()
+            cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
             await timed[name]()
             if i >= warmup:
                 times[name].append((time.perf_counter_ns() - start) / 1000)
+                cpu[name].append((time.process_time_ns() - cpu_start) / 1000)
     gc.unfreeze()
     runs = engine.store.list_runs()
     # One run per invocation, each completed when its calls were.
@@ -170,6 +175,8 @@ async def measure(store: str, calls: int, warmup: int, per_turn: int = 1,
         "rac_beyond_pass_through_us": round(statistics.median(times["rac"])
                                             - statistics.median(times["pass_through"]), 1),
         "flushed_commits_per_turn": flushes,
+        "cpu_overhead_us": {"paired_median": round(statistics.median(
+            r - b for r, b in zip(cpu["rac"], cpu["bare"], strict=True)), 1)},
     }
     if floor is not None:
         floor.close()

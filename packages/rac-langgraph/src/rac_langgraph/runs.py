@@ -52,8 +52,8 @@ _SAVE_WAIT = 30.0
 #: LangGraph's own background thread, in real time); a test may put a
 #: :class:`rac.testing.VirtualClock` here to count the wait instead of sleeping it.
 SAVE_CLOCK: Clock = SystemClock()
-#: How many saved checkpoints older than a step's unsaved one are read at most.
-_LIST_LIMIT = 64
+#: The metadata filter of a search for ``input`` checkpoints (new input: a turn's anchor).
+_INPUT: dict[str, Any] = {"source": "input"}
 
 
 def turn_key(state: Any, config: Mapping[str, Any] | None) -> TurnKey:
@@ -127,6 +127,8 @@ def _may_be_saved(config: Mapping[str, Any] | None) -> bool:
 
 #: How many saved checkpoints before a step's are read to find the one before its invocation.
 _OWN_STEPS = 8
+#: The step of a thread's first ``input`` checkpoint (LangGraph numbers it -1).
+_FIRST_INPUT = "-1"
 #: How many earlier turns of a thread (its ``input`` checkpoints) a new invocation checks for a
 #: rollback the model has not heard of.
 _EARLIER_TURNS = 8
@@ -185,7 +187,7 @@ class _List:
 
     thread: str
     before: dict[str, Any]
-    limit: int = _LIST_LIMIT
+    limit: int
     #: only checkpoints whose metadata holds these values
     filter: dict[str, Any] | None = None
 
@@ -400,33 +402,31 @@ class TurnRuns(RunRegistry[TurnKey]):
         """The id of the ``input`` checkpoint behind ``checkpoint_id`` (the checkpoint a step
         runs from), or the oldest checkpoint of its lineage when none is.
 
-        LangGraph may still be saving the newest checkpoints while a step runs
+        Every step of one invocation has its anchor, so once it is found for a step this
+        process reads nothing for the others. At the invocation's first step that needs it,
+        the newest saved ``input`` checkpoint older than the step's, if it is the
+        invocation's own (its step is the one the invocation started at: new input, or a
+        thread resumed from its ``input`` checkpoint), one read; else the walk up the saved
+        lineage. LangGraph may still be saving the newest checkpoints while a step runs
         (``durability="async"``), or never save them (``"exit"``, a checkpointer that loses
-        writes). A step whose checkpoint is not saved belongs to an invocation of this process:
-        its anchor is the one found for the invocation at an earlier step; at the invocation's
-        first step, that checkpoint itself (new input: the ``input`` checkpoint; a resumed
-        thread runs from a saved one); else the newest saved ``input`` checkpoint if it is this
-        invocation's (its step is the one the invocation started at); else, after waiting for
-        the save (saves are made in order, so the lineage is then saved too), the walk;
-        never saved, this process's anchor for the invocation (its checkpoint's id)."""
+        writes): a step whose checkpoint is not saved waits for the save (saves are made in
+        order, so the lineage is then saved too), then walks; never saved, its anchor is this
+        process's for the invocation (its checkpoint's id)."""
         return _drive(self._find_anchor(thread, checkpoint_id, config, wait), saver)
 
     def _find_anchor(self, thread: str, checkpoint_id: str, config: Mapping[str, Any] | None,
                      wait: bool) -> _Reads[str]:
         """:meth:`_anchor`'s search, written once: it yields the checkpointer reads and waits
         it needs (see :func:`_drive`)."""
-        hit = self._anchors.get(checkpoint_id)
+        hit = self._anchors.get(checkpoint_id) or self._known(checkpoint_id, config)
         if hit is not None:
             return hit
+        own = yield from self._find_own_input(thread, checkpoint_id, config)
+        if own is not None:
+            return own
         lookup = _lookup(thread, checkpoint_id)
         found = yield _Get(lookup)
         if found is None:
-            known = self._known(checkpoint_id, config)
-            if known is not None:
-                return known
-            own = self._own_input((yield _List(thread, lookup)), checkpoint_id, config)
-            if own is not None:
-                return own
             if wait and _may_be_saved(config):
                 found = yield from self._wait_saved(thread, checkpoint_id, config)
                 if isinstance(found, str):
@@ -461,17 +461,26 @@ class TurnRuns(RunRegistry[TurnKey]):
             found = yield _Get(lookup)
             if found is not None:
                 return found
-            own = self._own_input((yield _List(thread, lookup)), checkpoint_id, config)
+            own = yield from self._find_own_input(thread, checkpoint_id, config)
             if own is not None:
                 return own
         return None
 
     def _known(self, checkpoint_id: str, config: Mapping[str, Any] | None) -> str | None:
-        """The anchor of a step whose checkpoint is not saved, when this process knows it: the
-        invocation's, found at an earlier step."""
+        """The anchor of a step when this process knows it: the invocation's, found at an
+        earlier step (every step of one invocation belongs to one turn)."""
         inv = pregel.invocation((config or {}).get("configurable") or {})
         anchor = self._invocations.get(inv) if inv is not None else None
         return None if anchor is None else self._remember([checkpoint_id], anchor, config)
+
+    def _find_own_input(self, thread: str, checkpoint_id: str,
+                        config: Mapping[str, Any] | None) -> _Reads[str | None]:
+        """The invocation's own ``input`` checkpoint, if it is saved (see :meth:`_own_input`),
+        in one read: the newest saved ``input`` checkpoint older than ``checkpoint_id``."""
+        if pregel.loop_start(config or {}) is None:
+            return None
+        older = yield _List(thread, _lookup(thread, checkpoint_id), 1, _INPUT)
+        return self._own_input(older, checkpoint_id, config)
 
     def _own_input(self, older: Any, checkpoint_id: str,
                    config: Mapping[str, Any] | None) -> str | None:
@@ -685,14 +694,21 @@ class TurnRuns(RunRegistry[TurnKey]):
         ``_EARLIER_TURNS`` before it (a turn left running, the next one run, then recovery),
         unless the thread's messages show the model was told (a tool message or a model
         answer marked with :data:`TOLD_KEY`); once per process. None otherwise. Its reads are
-        yielded (see :func:`_drive`)."""
+        yielded (see :func:`_drive`); a thread's first invocation (its ``input`` checkpoint
+        is step -1) has no earlier turn, and reads nothing. The invocation's own ``input``
+        checkpoint, when the first read finds it, is remembered as its anchor (see
+        :meth:`_anchor`), so its tool steps read nothing more to find their turn."""
+        if pregel.loop_start(config or {}) == _FIRST_INPUT:
+            return None
         before = _lookup(thread, root)
-        prev = _before_invocation((yield _List(thread, before, _OWN_STEPS)), config)
+        older = yield _List(thread, before, _OWN_STEPS)
+        self._own_input(older, root, config)
+        prev = _before_invocation(older, config)
         if prev is None:
             return None
         anchors = [(yield from self._find_anchor(thread, _cid(prev), None, False))]
         start = int(pregel.loop_start(config or {}) or 0)
-        for c in (yield _List(thread, before, _EARLIER_TURNS + 1, {"source": "input"})):
+        for c in (yield _List(thread, before, _EARLIER_TURNS + 1, _INPUT)):
             step = (c.metadata or {}).get("step")
             if isinstance(step, int) and step < start and _cid(c) not in anchors:
                 anchors.append(_cid(c))

@@ -127,3 +127,69 @@ def test_a_bare_tool_exception_may_have_happened_unless_declared(declared: bool)
     # it never returned, so it stays named.
     assert rec.status is (rac.RecordStatus.FAILED if declared
                           else rac.RecordStatus.COMPENSATION_FAILED)
+
+
+def test_a_tool_exception_around_an_http_answer_is_not_repeated() -> None:
+    """A ``ToolException`` raised from an HTTP 404 carries the answer's verdict whole: the
+    server answered, so a repeat would get the same answer, and even a read (safe to repeat)
+    is not asked again; the model gets RAC's report after one attempt."""
+    world = TravelWorld()
+    asked: list[str] = []
+
+    @tool
+    def get_booking(booking_id: str) -> dict[str, Any]:
+        """A booking (read-only), from a service that wraps HTTP errors in ToolException."""
+        asked.append(booking_id)
+        request = httpx.Request("GET", f"https://travel.example/bookings/{booking_id}")
+        response = httpx.Response(404, request=request)
+        try:
+            response.raise_for_status()
+        except httpx.HTTPStatusError as e:
+            raise ToolException(f"no booking {booking_id}") from e
+        return {}
+
+    eng = engine(read_only=[*TRAVEL_READ_ONLY, "get_booking"])
+    m = model(turn(call("get_booking", booking_id="FL-404")), say("There is no such booking."))
+    create_agent(m, [get_booking, *world_tools(world)],
+                 middleware=[RACMiddleware(rac=eng)]).invoke(
+        {"messages": [("user", "where is FL-404?")]})
+
+    assert asked == ["FL-404"]  # one attempt: the 4xx is an answer, not a fault
+    [report] = errors(m.seen[-1])
+    assert report.content.startswith("RAC: get_booking failed"), report.content
+    [rec] = [r for r in records(eng) if r.tool == "get_booking"]
+    assert rec.attempts == 1 and rec.status is rac.RecordStatus.FAILED
+
+
+def test_an_undo_whose_error_is_declared_before_any_effect_is_tried_again() -> None:
+    """A compensator raising a ``ToolException`` from an error result declared to come before
+    any effect (``ResultError(ambiguous=False)``: nothing happened) is tried again under
+    ``compensation_retry``, as the bare error would be: the flight is cancelled on the second
+    try, never left live with the run called stuck."""
+    world = TravelWorld()
+    world.fail("book_car", "permanent", message="no cars")
+    tries: list[str] = []
+
+    @tool
+    def cancel_flight(booking_id: str) -> dict[str, Any]:
+        """Cancel a flight (a client that wraps the service's error results)."""
+        tries.append(booking_id)
+        if len(tries) == 1:
+            declared = rac.ResultError("the cancellation desk is busy",
+                                       {"error": "busy"}, ambiguous=False)
+            raise ToolException("the cancellation desk is busy") from declared
+        return world.cancel_flight(booking_id)
+
+    tools = [cancel_flight, *world_tools(world, ["book_flight", "book_car", "cancel_car"])]
+    eng = engine()
+    m = model(turn(call("book_flight", passenger="ann", origin="LHR", dest="CDG")),
+              turn(call("book_car", driver="ann", city="Paris")), say("No trip, sorry."))
+    create_agent(m, tools, middleware=[RACMiddleware(rac=eng)]).invoke(
+        {"messages": [("user", "a flight and a car")]})
+
+    assert tries == ["FL-101", "FL-101"]  # tried again after the declared error
+    assert world.live() == []
+    [undo] = [r for r in records(eng) if r.kind is rac.RecordKind.COMPENSATION]
+    assert undo.status is rac.RecordStatus.COMPLETED and undo.attempts == 2
+    [info] = eng.store.list_runs()
+    assert info.status is rac.RunStatus.COMPENSATED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -141,10 +142,14 @@ def wrapped_error(error: BaseException) -> BaseException | None:
 
 
 def classify_tool_exception(error: BaseException) -> Classification | None:
-    """What a ``ToolException`` around another error means: the wrapped error's kind when
+    """What a ``ToolException`` around another error means: the wrapped error's verdict when
     RAC's rules know it (a ``ToolException`` raised from a ``TimeoutError`` or an
     ``httpx.ReadTimeout`` may have taken effect: ambiguous; one from a refused connection is
-    transient), else None (the default rules read the ``ToolException`` itself)."""
+    transient), else None (the default rules read the ``ToolException`` itself). The verdict
+    is the wrapped error's whole: its kind and retry delay, and what it rests on, so an
+    answer a repeat would only get again (``final``: an HTTP 4xx) is not repeated, and a
+    permanent verdict resting only on a declaration that the error came before any effect
+    (``declared``: an error result declared so) is still worth another try of an undo."""
     if not isinstance(error, ToolException):
         return None
     inner = wrapped_error(error)
@@ -153,8 +158,7 @@ def classify_tool_exception(error: BaseException) -> Classification | None:
     verdict = default_classify(inner)
     if verdict.fallback:
         return None
-    return Classification(verdict.kind, verdict.retry_after,
-                          f"ToolException around {verdict.reason}")
+    return replace(verdict, reason=f"ToolException around {verdict.reason}")
 
 
 class LangGraphResults:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Hashable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar, Token
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolMessage
 from langgraph.config import get_config
@@ -40,9 +42,10 @@ from rac_langgraph.results import (
     is_invalid_call,
     result_value,
 )
-from rac_langgraph.runs import ROLLED_BACK, TOLD_KEY, TurnRuns, runs_of
+from rac_langgraph.runs import ROLLED_BACK, TOLD_KEY, TurnRuns, advance, runs_of
 
 ToolResult = ToolMessage | Command[Any]
+T = TypeVar("T")
 Execute = Callable[[ToolCallRequest], ToolResult]
 AsyncExecute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
 _HINT = "pass it to create_agent or to RACMiddleware(tools=[...])"
@@ -100,139 +103,140 @@ class RACToolCalls:
         self.turns: TurnRuns = runs_of(self.engine)
 
     # -- the ToolNode wrapper pair ------------------------------------------------------------
+    # Both paths run one flow: :meth:`_begin` (finding the call's run, answering a call the
+    # turn already made) yields the log and checkpointer work it needs, which each path does
+    # its own way (:meth:`_through` / :meth:`_athrough`); then the call runs under RAC, where
+    # the paths differ only in awaiting the framework's ``execute``.
     def wrap_tool_call(self, request: ToolCallRequest, execute_: Execute) -> ToolResult:
         """Run ``request`` under RAC on the blocking path."""
         if request.tool is None:  # unknown tool: ToolNode answers the model itself
             return execute_(request)
-        agent = self._agent(request)
-        nest = self._nest()
-        run = nest.run if nest is not None else self._opened()
-        explicit = run is not None
-        if run is None:
-            runtime = request.runtime
-            run = self.turns.turn_run(request.state, getattr(runtime, "config", None), agent,
-                                      runtime)
-        self._offer(run, request, agent)
-        call = request.tool_call
-        requested = call["name"]
-        earlier = self._earlier(run, request, agent)
-        if isinstance(earlier, _Doubt):
-            seen = run.settle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
-            earlier = self._settled(run, request, earlier.record, seen, agent)
-        if earlier is not None:
-            self._step_done(run, explicit)
-            return earlier
+        c = self._through(self._begin(request))
+        if not isinstance(c, _Call):
+            return c
 
-        held = _Held()
+        def run_tool(name: str, guard: _Guard, req: ToolCallRequest, own: bool) -> Any:
+            with _Inside(c.run, name, c.call_id) as inside:
+                result = execute_(req)
+            return c.kept(_told_inside(result, inside), guard, own)
 
-        def through(name: str) -> Callable[[dict[str, Any]], Any] | None:
-            other = _tool_of_agent(request, name)
-            if other is None:
-                return None
-
-            def via(a: dict[str, Any]) -> Any:
-                guard = _Guard(other)
-                with _Inside(run, name, call.get("id")) as inside:
-                    result = execute_(_for_tool(request, guard, a))
-                return held.keep(_told_inside(result, inside), request, guard)
-            return via
-
-        def own(a: dict[str, Any]) -> Any:
-            guard = _Guard(request.tool)
-            with _Inside(run, requested, call.get("id")) as inside:
-                result = execute_(_with_args(request, a, guard))
-            return held.own(_told_inside(result, inside), request, run, guard)
-
-        invoke = route(run, requested, own, through=through, direct=held.direct(request),
-                       hint=_HINT)
-        note = ""
-        scope = nest.join() if nest is not None else None
+        invoke = route(c.run, c.name, lambda a: run_tool(c.name, *c.own(a), True),
+                       through=c.through(run_tool), direct=c.held.direct(request), hint=_HINT)
         try:
-            if scope is not None:
-                scope.__enter__()
-            if requested in self.engine.registry.irreversible:
-                verdict, note = self._approval(request)
-                with approvals.decided(requested, call["args"], verdict):
-                    outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                                      batch=_batch(request), call_id=call.get("id"))
-            else:
-                outcome = execute(run, requested, call["args"], invoke, agent_id=agent,
-                                  batch=_batch(request), call_id=call.get("id"))
+            with self._under(c):
+                outcome = execute(c.run, c.name, c.args, invoke, agent_id=c.agent,
+                                  batch=_batch(request), call_id=c.call_id)
         except CallRefused as refused:  # invalid arguments, a hand-off: the framework's answer
             return refused.reply  # type: ignore[no-any-return]
         finally:
-            if scope is not None:  # left as it was entered: the call's failure was handled
-                scope.__exit__(None, None, None)
-            self._step_done(run, explicit)
-        return self._answer(run, outcome, request, held, agent, note)
+            self._step_done(c.run, c.explicit)
+        return self._answer(c.run, outcome, request, c.held, c.agent, c.note)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               execute_: AsyncExecute) -> ToolResult:
         """Run ``request`` under RAC without blocking the event loop."""
         if request.tool is None:
             return await execute_(request)
+        c = await self._athrough(self._begin(request))
+        if not isinstance(c, _Call):
+            return c
+
+        async def run_tool(name: str, guard: _Guard, req: ToolCallRequest, own: bool) -> Any:
+            with _Inside(c.run, name, c.call_id) as inside:
+                result = await execute_(req)
+            return c.kept(_told_inside(result, inside), guard, own)
+
+        ainvoke = aroute(c.run, c.name, lambda a: run_tool(c.name, *c.own(a), True),
+                         through=c.through(run_tool), direct=c.held.direct(request),
+                         hint=_HINT)
+        try:
+            with self._under(c):
+                outcome = await aexecute(c.run, c.name, c.args, ainvoke, agent_id=c.agent,
+                                         batch=_batch(request), call_id=c.call_id)
+        except CallRefused as refused:
+            return refused.reply  # type: ignore[no-any-return]
+        finally:
+            await self._astep_done(c.run, c.explicit)
+        return self._answer(c.run, outcome, request, c.held, c.agent, c.note)
+
+    def _begin(self, request: ToolCallRequest) -> Generator[_Want, Any, _Call | ToolResult]:
+        """The start of a call, written once for both paths: its agent and run (the nest's,
+        the caller's, else the turn's), the agent's tools offered to it, and the answer a
+        call the turn already made gets again (settled by its lookup first if a crash left
+        it in doubt), the step then done; else the :class:`_Call` to run. It yields what
+        needs the log or the checkpointer (see :meth:`_through`)."""
         agent = self._agent(request)
         nest = self._nest()
         run = nest.run if nest is not None else self._opened()
         explicit = run is not None
         if run is None:
             runtime = request.runtime
-            run = await self.turns.aturn_run(
-                request.state, getattr(runtime, "config", None), agent, runtime)
+            run = yield _TurnOf(request.state, getattr(runtime, "config", None), agent, runtime)
         self._offer(run, request, agent)
-        call = request.tool_call
-        requested = call["name"]
         earlier = self._earlier(run, request, agent)
         if isinstance(earlier, _Doubt):
-            seen = await run.asettle(earlier.record.seq, call["args"], why=_SETTLED_WHY)
+            seen = yield _Settle(run, earlier.record.seq, request.tool_call["args"])
             earlier = self._settled(run, request, earlier.record, seen, agent)
         if earlier is not None:
-            await self._astep_done(run, explicit)
+            yield _StepOver(run, explicit)
             return earlier
+        return _Call(request, agent, nest, run, explicit)
 
-        held = _Held()
-
-        def through(name: str) -> Callable[[dict[str, Any]], Awaitable[Any]] | None:
-            other = _tool_of_agent(request, name)
-            if other is None:
-                return None
-
-            async def via(a: dict[str, Any]) -> Any:
-                guard = _Guard(other)
-                with _Inside(run, name, call.get("id")) as inside:
-                    result = await execute_(_for_tool(request, guard, a))
-                return held.keep(_told_inside(result, inside), request, guard)
-            return via
-
-        async def own(a: dict[str, Any]) -> Any:
-            guard = _Guard(request.tool)
-            with _Inside(run, requested, call.get("id")) as inside:
-                result = await execute_(_with_args(request, a, guard))
-            return held.own(_told_inside(result, inside), request, run, guard)
-
-        ainvoke = aroute(run, requested, own, through=through, direct=held.direct(request),
-                         hint=_HINT)
-        note = ""
-        scope = nest.join() if nest is not None else None
-        try:
-            if scope is not None:
-                scope.__enter__()
-            if requested in self.engine.registry.irreversible:
-                verdict, note = self._approval(request)
-                with approvals.decided(requested, call["args"], verdict):
-                    outcome = await aexecute(run, requested, call["args"], ainvoke,
-                                             agent_id=agent, batch=_batch(request),
-                                             call_id=call.get("id"))
+    def _through(self, flow: Generator[_Want, Any, T]) -> T:
+        """Run ``flow`` (see :meth:`_begin`) on the blocking path."""
+        done, want = advance(flow, None)
+        while not done:
+            if type(want) is _TurnOf:
+                got: Any = self.turns.turn_run(want.state, want.config, want.agent,
+                                               want.runtime)
+            elif type(want) is _Settle:
+                got = want.run.settle(want.seq, want.args, why=_SETTLED_WHY)
             else:
-                outcome = await aexecute(run, requested, call["args"], ainvoke, agent_id=agent,
-                                         batch=_batch(request), call_id=call.get("id"))
-        except CallRefused as refused:
-            return refused.reply  # type: ignore[no-any-return]
+                self._step_done(want.run, want.explicit)
+                got = None
+            done, want = advance(flow, got)
+        return want  # type: ignore[no-any-return]
+
+    async def _athrough(self, flow: Generator[_Want, Any, T]) -> T:
+        """Run ``flow`` (see :meth:`_begin`) on the async path: the checkpointer read with
+        ``await``, the log's writes off the event loop."""
+        done, want = advance(flow, None)
+        while not done:
+            if type(want) is _TurnOf:
+                got: Any = await self.turns.aturn_run(want.state, want.config, want.agent,
+                                                      want.runtime)
+            elif type(want) is _Settle:
+                got = await want.run.asettle(want.seq, want.args, why=_SETTLED_WHY)
+            else:
+                await self._astep_done(want.run, want.explicit)
+                got = None
+            done, want = advance(flow, got)
+        return want  # type: ignore[no-any-return]
+
+    def _under(self, c: _Call) -> AbstractContextManager[Any]:
+        """What a call runs inside: the nested scope of an agent used as a tool, and the
+        verdict on an irreversible call (asked through ``interrupt()``, see
+        :meth:`_approval`; what the model is told besides goes to ``c.note``). Nothing for
+        the plainest calls."""
+        if c.nest is None and c.name not in self.engine.registry.irreversible:
+            return _NOTHING
+        return self._scoped(c)
+
+    @contextmanager
+    def _scoped(self, c: _Call) -> Iterator[None]:
+        scope = c.nest.join() if c.nest is not None else None
+        if scope is not None:
+            scope.__enter__()
+        try:
+            if c.name in self.engine.registry.irreversible:
+                verdict, c.note = self._approval(c.request)
+                with approvals.decided(c.name, c.args, verdict):
+                    yield
+            else:
+                yield
         finally:
-            if scope is not None:
+            if scope is not None:  # left as it was entered: the call's failure was handled
                 scope.__exit__(None, None, None)
-            await self._astep_done(run, explicit)
-        return self._answer(run, outcome, request, held, agent, note)
 
     # -- turns --------------------------------------------------------------------------------
     async def _astep_done(self, run: rac.Run, explicit: bool) -> None:
@@ -411,6 +415,90 @@ class RACToolCalls:
     def close(self) -> None:
         """Finish and forget every run the engine's LangGraph adapters opened."""
         self.turns.close()
+
+
+@dataclass(slots=True)
+class _TurnOf:
+    """Find the run of the turn a call's step belongs to (see :class:`TurnRuns`)."""
+
+    state: Any
+    config: Any
+    agent: str
+    runtime: Any
+
+
+@dataclass(slots=True)
+class _Settle:
+    """Settle call ``seq`` of ``run``, which a crash left in doubt, through its lookup."""
+
+    run: rac.Run
+    seq: int
+    args: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _StepOver:
+    """The call is over: the step is done (see :meth:`RACToolCalls._step_done`)."""
+
+    run: rac.Run
+    explicit: bool
+
+
+_Want = _TurnOf | _Settle | _StepOver
+#: What a plain call runs inside (see :meth:`RACToolCalls._under`).
+_NOTHING = nullcontext()
+
+
+class _Call:
+    """A tool call about to run under RAC, as :meth:`RACToolCalls._begin` found it: its
+    request, agent, run (``explicit``: the caller's own, never finished here), the agent
+    invocation it runs inside (``nest``), what the framework answered (``held``) and what
+    the model is told besides (``note``)."""
+
+    __slots__ = ("agent", "args", "call_id", "explicit", "held", "name", "nest", "note",
+                 "request", "run")
+
+    def __init__(self, request: ToolCallRequest, agent: str, nest: _Nest | None,
+                 run: rac.Run, explicit: bool) -> None:
+        call = request.tool_call
+        self.request = request
+        self.name: str = call["name"]
+        self.args: dict[str, Any] = call["args"]
+        self.call_id: str | None = call.get("id")
+        self.agent = agent
+        self.nest = nest
+        self.run = run
+        self.explicit = explicit
+        self.held = _Held()
+        self.note = ""
+
+    def own(self, args: dict[str, Any]) -> tuple[_Guard, ToolCallRequest]:
+        """The request that calls the requested tool with ``args``, behind a guard."""
+        guard = _Guard(self.request.tool)
+        return guard, _with_args(self.request, args, guard)
+
+    def through(self, run_tool: Callable[[str, _Guard, ToolCallRequest, bool], T]
+                ) -> Callable[[str], Callable[[dict[str, Any]], T] | None]:
+        """``route``'s ``through``: another tool of the agent called ``name`` (an
+        alternative), run through the framework by ``run_tool``, or None if the agent has
+        none."""
+        def find(name: str) -> Callable[[dict[str, Any]], T] | None:
+            tool = _tool_of_agent(self.request, name)
+            if tool is None:
+                return None
+
+            def call(args: dict[str, Any]) -> T:
+                guard = _Guard(tool)
+                return run_tool(name, guard, _for_tool(self.request, guard, args), False)
+            return call
+        return find
+
+    def kept(self, result: ToolResult, guard: _Guard, own: bool) -> Any:
+        """What RAC gets of the framework's answer to an attempt (see :class:`_Held`): of
+        the requested tool (``own``), or of an alternative."""
+        if own:
+            return self.held.own(result, self.request, self.run, guard)
+        return self.held.keep(result, self.request, guard)
 
 
 class _Nest:

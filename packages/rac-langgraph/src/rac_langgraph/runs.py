@@ -212,17 +212,18 @@ class _Sleep:
 _Reads = Generator[_Get | _List | _Log | _Sleep, Any, T]
 
 
-def _next(reads: _Reads[T], send: Any) -> tuple[bool, Any]:
-    """(True, the result) once ``reads`` is done, else (False, what it wants next)."""
+def advance(flow: Generator[Any, Any, Any], send: Any) -> tuple[bool, Any]:
+    """(True, the result) once ``flow`` (a generator written once for the blocking and the
+    async path, which yields what it needs done) is done, else (False, what it wants next)."""
     try:
-        return False, reads.send(send)
+        return False, flow.send(send)
     except StopIteration as stop:
         return True, stop.value
 
 
 def _drive(reads: _Reads[T], saver: Any) -> T:
     """Run ``reads`` with the checkpointer's blocking methods."""
-    done, want = _next(reads, None)
+    done, want = advance(reads, None)
     while not done:
         if isinstance(want, _Log):
             got = want.read()
@@ -234,14 +235,14 @@ def _drive(reads: _Reads[T], saver: Any) -> T:
         else:
             SAVE_CLOCK.sleep(want.seconds)
             got = None
-        done, want = _next(reads, got)
+        done, want = advance(reads, got)
     return want  # type: ignore[no-any-return]
 
 
 async def _adrive(reads: _Reads[T], saver: Any, offload: bool) -> T:
     """Run ``reads`` with the checkpointer's async methods; RAC's log is read on a worker
     thread when ``offload`` (its store blocks)."""
-    done, want = _next(reads, None)
+    done, want = advance(reads, None)
     while not done:
         if isinstance(want, _Log):
             got = await asyncio.to_thread(want.read) if offload else want.read()
@@ -254,7 +255,7 @@ async def _adrive(reads: _Reads[T], saver: Any, offload: bool) -> T:
         else:
             await SAVE_CLOCK.asleep(want.seconds)
             got = None
-        done, want = _next(reads, got)
+        done, want = advance(reads, got)
     return want  # type: ignore[no-any-return]
 
 

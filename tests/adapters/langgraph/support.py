@@ -38,16 +38,16 @@ def engine(**kw: Any) -> rac.RAC:
 
 
 def agent_graph(m: Any, tools: Any, *, checkpointer: Any = None, retry_policy: Any = None,
-                **compile_kw: Any) -> Any:
+                cache_policy: Any = None, **compile_kw: Any) -> Any:
     """The hand-built agent graph of the tests: a model node (``m`` on the messages) and the
-    tool node ``tools`` (a RAC ``tool_node``, or any node, retried by ``retry_policy``),
-    looping until the model answers without a tool call."""
+    tool node ``tools`` (a RAC ``tool_node``, or any node, retried by ``retry_policy`` and
+    cached by ``cache_policy``), looping until the model answers without a tool call."""
     def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [m.invoke(state["messages"])]}
 
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
-    g.add_node("tools", tools, retry_policy=retry_policy)
+    g.add_node("tools", tools, retry_policy=retry_policy, cache_policy=cache_policy)
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     g.add_edge("tools", "agent")

@@ -308,6 +308,10 @@ class RACToolCalls:
             return prior  # type: ignore[no-any-return]
         rec = turns.logged_call(run, call_id, name, call["args"], request.state, agent)
         if rec is None:
+            if turns.unheard(run, call_id, request.state):  # asked for before the rollback
+                emit("rac_langgraph.not_run_after_rollback", run_id=run.run_id, tool=name,
+                     tool_call_id=call_id)
+                return self._told(run, request, _not_run_text(name), error=True)
             return None
         if rec.status in _UNSETTLED:
             lookup = self.engine.registry.lookups.get(rec.tool)
@@ -607,6 +611,11 @@ class _Doubt:
 
 #: Record statuses of a call with an intent and no outcome.
 _UNSETTLED = (RecordStatus.PENDING, RecordStatus.IN_DOUBT)
+
+
+def _not_run_text(tool: str) -> str:
+    return (f"RAC: {tool} was not run: it was asked for before this turn was rolled back, "
+            "on bookings that no longer hold. Ask for it again if it is still wanted.")
 
 
 def _undone_text(rec: rac.Record) -> str:

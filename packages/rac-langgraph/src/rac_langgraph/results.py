@@ -16,7 +16,7 @@ import rac.mcp
 from rac.adapters import CallRefused
 from rac.classify import Classification, default_classify
 from rac.serialize import as_fields
-from rac_langgraph import approvals
+from rac_langgraph import approvals, cache
 
 #: The name the results plugin is registered under in an engine's plugin manager.
 PLUGIN_NAME = "rac_langgraph.results"
@@ -163,8 +163,10 @@ def classify_tool_exception(error: BaseException) -> Classification | None:
 
 class LangGraphResults:
     """RAC plugin: says what LangChain's ``ToolException`` around another error means
-    (``rac_classify_error``), and gives the verdict a person gave through ``interrupt()`` on
-    an irreversible call (``rac_approve_action``, see :mod:`rac_langgraph.approvals`).
+    (``rac_classify_error``), gives the verdict a person gave through ``interrupt()`` on
+    an irreversible call (``rac_approve_action``, see :mod:`rac_langgraph.approvals`), and
+    makes LangGraph's cached tool results stale at every rollback (``rac_rollback_started``,
+    see :mod:`rac_langgraph.cache`).
 
     It does not implement ``rac_normalize_result``: the adapter hands RAC the plain value of
     each ``ToolMessage`` or ``Command`` itself (:func:`result_value`), and LangChain tools the
@@ -174,6 +176,11 @@ class LangGraphResults:
     @rac.hookimpl
     def rac_classify_error(self, error: BaseException) -> Classification | None:
         return classify_tool_exception(error)
+
+    @rac.hookimpl
+    def rac_rollback_started(self, run_id: str, scope: str, seqs: list[int],
+                             reason: str) -> None:
+        cache.rolled_back()  # LangGraph's cached tool results from before it are stale
 
     @rac.hookimpl
     def rac_approve_action(self, tool: str, args: dict[str, Any]) -> bool | None:

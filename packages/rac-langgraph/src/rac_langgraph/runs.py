@@ -37,7 +37,7 @@ from rac.clock import Clock, SystemClock
 from rac.events import emit
 from rac.leases import claim
 from rac.models import RecordKind, RecordStatus, RunStatus
-from rac_langgraph import pregel
+from rac_langgraph import cache, pregel
 from rac_langgraph.tools import is_handoff_tool, rac_tool_or_none
 
 TurnKey = tuple[str | None, str, Any]
@@ -290,6 +290,11 @@ class TurnRuns(RunRegistry[TurnKey]):
         self._rolled_back: set[str] = set()
         #: run id -> what the model must hear first about a run rolled back while it was away
         self._notes: dict[str, str] = {}
+        #: invocations (see :func:`rac_langgraph.pregel.invocation`) that asked for their run
+        self._opened_by: OrderedDict[Any, bool] = OrderedDict()
+        #: (run id, tool call id) of calls asked for before the model heard that their turn
+        #: was rolled back while the thread was away (see :meth:`unheard`)
+        self._unheard: OrderedDict[tuple[str, str], bool] = OrderedDict()
         #: ids of runs found in the log with a call a crash left in doubt: never marked
         #: completed here (``rac recover`` settles them)
         self.doubtful: set[str] = set()
@@ -331,7 +336,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         """:meth:`turn_run` on a checkpointed thread, its reads yielded (see :func:`_drive`)."""
         _saver, thread, root = found
         anchor = yield from self._find_anchor(thread, root, config, True)
-        run = yield from self._find_durable(thread, anchor, agent_id)
+        run = yield from self._find_durable(thread, anchor, agent_id, config)
         if self._first_check(config, root):
             self._keep_note(run, (yield from self._find_earlier(thread, root, config, state)))
         return run
@@ -344,12 +349,49 @@ class TurnRuns(RunRegistry[TurnKey]):
         self._note_latest(key)
         return self.run_for(key, agent_id=agent_id)
 
-    def _find_durable(self, thread: str, anchor: str, agent_id: str) -> _Reads[rac.Run]:
-        """:meth:`_durable`; the first time, opening the run reads the log (yielded)."""
-        if (thread, "input", anchor) in self:
-            return self._durable(thread, anchor, agent_id)
-        run: rac.Run = yield _Log(lambda: self._durable(thread, anchor, agent_id))
+    def _find_durable(self, thread: str, anchor: str, agent_id: str,
+                      config: Mapping[str, Any] | None) -> _Reads[rac.Run]:
+        """:meth:`_durable`; the first time, opening the run reads the log (yielded). A run
+        this process holds, met at the first step of another invocation of its turn (the
+        thread resumed here: an interrupt answered, a person's approval), is checked against
+        the log once (see :meth:`_current`)."""
+        key = (thread, "input", anchor)
+        first = self._first_of(config)
+        if key in self:
+            if not first:
+                return self._durable(thread, anchor, agent_id)
+            run: rac.Run = yield _Log(lambda: self._current(key, agent_id))
+            return run
+        run = yield _Log(lambda: self._durable(thread, anchor, agent_id))
         return run
+
+    def _first_of(self, config: Mapping[str, Any] | None) -> bool:
+        """True the first time a step of an invocation asks for its turn's run."""
+        inv = pregel.invocation((config or {}).get("configurable") or {})
+        if inv is None or inv in self._opened_by:
+            return False
+        with self._memo_lock:
+            self._opened_by[inv] = True
+            while len(self._opened_by) > self.limit:
+                self._opened_by.popitem(last=False)
+        return True
+
+    def _current(self, key: TurnKey, agent_id: str) -> rac.Run:
+        """The run of ``key`` as the log has it now: the one this process holds, unless
+        another process took it over or rolled it back while the thread was paused (an
+        operator's ``rac undo``, ``rac recover``): then it is opened again from the log, so
+        the turn hears what was undone and never writes over the new holder."""
+        held = self.get(key)
+        if held is not None and not held.busy:
+            info = self.engine.store.get_run(held.run_id)
+            if info is not None and (info.owner != held.log.owner or (
+                    info.status in ROLLED_BACK and held.status not in ROLLED_BACK)):
+                self.forget(key)
+                emit("rac_langgraph.turn_changed_meanwhile", run_id=held.run_id,
+                     status=str(info.status), owner=info.owner)
+        thread, _, anchor = key
+        assert thread is not None
+        return self._durable(thread, str(anchor), agent_id)
 
     @property
     def _offloads(self) -> bool:
@@ -394,6 +436,7 @@ class TurnRuns(RunRegistry[TurnKey]):
         if info.status in ROLLED_BACK:
             self._rolled_back.add(run_id)
             self._notes[run_id] = Note(rolled_back_note(actions), run_id)
+            cache.rolled_back()
         emit("rac_langgraph.turn_resumed", run_id=run_id, status=str(info.status),
                   records=len(records))
         return run
@@ -582,6 +625,25 @@ class TurnRuns(RunRegistry[TurnKey]):
                 r.kind is RecordKind.ACTION and r.status in _UNSETTLED for r in run.records()):
             self.doubtful.discard(run.run_id)
 
+    def unheard(self, run: rac.Run, call_id: str | None, state: Any) -> bool:
+        """Whether a new call of ``run`` (one its log does not hold) was asked for before the
+        model heard that the turn was rolled back while the thread was away (paused for a
+        person, or stopped by a crash): the run was found rolled back in the log and the model
+        has not been told yet, or the call is of the model message whose first call was
+        answered with that news. Such a call was decided on a world that is gone: it is not
+        run (the model, told, may ask again)."""
+        run_id = run.run_id
+        if call_id and (run_id, call_id) in self._unheard:
+            return True
+        if run_id not in self._rolled_back or run_id not in self._notes:
+            return False
+        with self._memo_lock:
+            for cid in _sibling_ids(state, call_id):
+                self._unheard[(run_id, cid)] = True
+            while len(self._unheard) > 16 * self.limit:
+                self._unheard.popitem(last=False)
+        return True
+
     def take_note(self, run: rac.Run) -> str | None:
         """Once per run: what the model must hear before anything else about a turn that was
         rolled back while the thread was away (recovery after a crash), or None."""
@@ -651,24 +713,20 @@ class TurnRuns(RunRegistry[TurnKey]):
         """:meth:`resumed_note`'s search, its reads yielded (see :func:`_drive`)."""
         _saver, thread, root, resumed = found
         note = None
-        if resumed and (root in self._anchors or (yield from self._saved(thread, root, config))):
-            anchor = yield from self._find_anchor(thread, root, config, False)
-            note = self.take_note((yield from self._find_durable(thread, anchor, agent_id)))
+        came_from: str | None = root
+        if resumed and root not in self._anchors \
+                and (yield _Get(_lookup(thread, root))) is None:
+            # The invocation's own first checkpoint, not saved yet (or lost): it resumed from
+            # the newest saved one, whose turn it goes on with (not an earlier turn's).
+            older = yield _List(thread, _lookup(thread, root), 1)
+            came_from = _cid(older[0]) if older else None
+        if resumed and came_from is not None:
+            anchor = yield from self._find_anchor(thread, came_from, config, False)
+            note = self.take_note((yield from self._find_durable(thread, anchor, agent_id,
+                                                                 config)))
         if note is None and self._first_check(config, root):
             note = yield from self._find_earlier(thread, root, config, state)
         return note
-
-    def _saved(self, thread: str, root: str, config: Mapping[str, Any] | None) -> _Reads[bool]:
-        """Whether the checkpoint ``root`` a resumed invocation's first step runs from is
-        saved, waiting for LangGraph's background save when it may still come (a resumed
-        thread's first step runs from the checkpoint its resumption just made; on a busy
-        machine its save may lag the step, and without the wait the rollback of the turn it
-        resumes went untold, or was told as an earlier turn's)."""
-        if (yield _Get(_lookup(thread, root))) is not None:
-            return True
-        if not _may_be_saved(config):
-            return False
-        return (yield from self._wait_saved(thread, root, config)) is not None
 
     def _first_check(self, config: Mapping[str, Any] | None, root: str) -> bool:
         """True the first time an invocation (else a step's checkpoint ``root``) is checked
@@ -795,6 +853,19 @@ def _call_ids(state: Any) -> set[str]:
     return {str(c.get("id")) for m in messages for c in (getattr(m, "tool_calls", None) or ())}
 
 
+def _sibling_ids(state: Any, call_id: str | None) -> list[str]:
+    """The ids of the tool calls of the model message of a graph state that made ``call_id``
+    (it among them)."""
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(
+        state, "messages", None)
+    for m in reversed(messages if isinstance(messages, list) else []):
+        calls = getattr(m, "tool_calls", None) or ()
+        ids = [str(c.get("id")) for c in calls if c.get("id")]
+        if call_id in ids:
+            return ids
+    return [call_id] if call_id else []
+
+
 def _brief(rec: rac.Record) -> str:
     result = rec.result
     if isinstance(result, Mapping):
@@ -836,9 +907,10 @@ def _told_in(state: Any, run_id: str) -> bool:
 
 def rolled_back_note(actions: Sequence[rac.Record], *, earlier: bool = False,
                      previous: bool = True) -> str:
-    """What the model is told about a turn that recovery rolled back while the thread was
-    away (``earlier``: an earlier turn of the thread, after it ended; ``previous``: the one
-    just before): what was undone, and what is still live or in doubt."""
+    """What the model is told about a turn that was rolled back while the thread was away
+    (recovery after a crash, an operator's undo during a pause; ``earlier``: an earlier turn
+    of the thread, after it ended; ``previous``: the one just before): what was undone, and
+    what is still live or in doubt."""
     undone = [_brief(r) for r in reversed(actions) if r.status is RecordStatus.COMPENSATED]
     left = [_brief(r) for r in reversed(actions)
             if r.status in (RecordStatus.COMPENSATION_FAILED, *_UNSETTLED)]
@@ -847,8 +919,8 @@ def rolled_back_note(actions: Sequence[rac.Record], *, earlier: bool = False,
         text = (f"RAC: {which} of this conversation was rolled back after it ended "
                 "(rac recover: the process running it had stopped with work unsettled). ")
     else:
-        text = ("RAC: this turn was rolled back after the process running it stopped "
-                "(rac recover). ")
+        text = ("RAC: this turn was rolled back while it was away (rac recover, after the "
+                "process running it stopped, or an operator's rac undo). ")
     text += f"Undone, newest first: {', '.join(undone)}. " if undone else "Nothing was undone. "
     if left:
         text += (f"Not undone (may be live, needs attention): {', '.join(left)}. ")

@@ -12,22 +12,35 @@ given, so a test can assert on what the model was told::
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.cache.memory import InMemoryCache
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import tools_condition
+from langgraph.types import Command
 from pydantic import Field
 
 import rac
 from rac.testing.turns import Step, Told, TurnResult
-from rac.testing.world import TravelWorld
+from rac.testing.world import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
+from rac_langgraph.cache import tool_cache_policy
 from rac_langgraph.middleware import RACMiddleware
+from rac_langgraph.nodes import tool_node
+
+#: The thread of the conformance suite's persisted turn (promise 4).
+PERSISTED_THREAD = "conformance-persisted"
 
 
 def _id(prefix: str) -> str:
@@ -146,11 +159,6 @@ class ConformanceHarness:
                                  script: Sequence[Step], *, agent_id: str) -> TurnResult:
         """The turn through a hand-built graph whose ``ToolNode`` handles tool errors
         (``handle_tool_errors=True``: an exception becomes an error message inside the node)."""
-        from langgraph.graph import START, MessagesState, StateGraph
-        from langgraph.prebuilt import tools_condition
-
-        from rac_langgraph.nodes import tool_node
-
         model = from_steps(script)
         tools = world_tools(world)
 
@@ -170,3 +178,84 @@ class ConformanceHarness:
 
     def control_flow(self) -> BaseException:
         return GraphInterrupt(())
+
+    # -- promises 4, 7 and 8 --------------------------------------------------------------------
+    def _persisted(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                   agent_id: str, state_path: Path, given: Any) -> TurnResult:
+        from langgraph.checkpoint.sqlite import SqliteSaver  # langgraph-checkpoint-sqlite
+
+        state_path.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(state_path / "checkpoints.db"), check_same_thread=False)
+        try:
+            agent: Any = create_agent(from_steps(script), world_tools(world),
+                                      middleware=[RACMiddleware(rac=engine, agent_id=agent_id)],
+                                      checkpointer=SqliteSaver(conn))
+            out = agent.invoke(given, {"configurable": {"thread_id": PERSISTED_THREAD}})
+        finally:
+            conn.close()
+        return told(out["messages"])
+
+    def run_persisted_turn(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step],
+                           *, agent_id: str, state_path: Path) -> TurnResult:
+        """Promise 4: the turn on the thread :data:`PERSISTED_THREAD` of a ``SqliteSaver``
+        under ``state_path`` (LangGraph's default ``durability="async"``)."""
+        return self._persisted(engine, world, script, agent_id, state_path,
+                               {"messages": [("user", "Book my trip")]})
+
+    def resume_persisted_turn(self, engine: rac.RAC, world: TravelWorld,
+                              script: Sequence[Step], *, agent_id: str,
+                              state_path: Path) -> TurnResult:
+        """The thread resumed as LangGraph's users resume one after a crash
+        (``invoke(None, config)``): it goes on from its last saved checkpoint, in the crashed
+        turn's run."""
+        return self._persisted(engine, world, script, agent_id, state_path, None)
+
+    def run_paused_turn(self, engine: rac.RAC, world: TravelWorld, before: Sequence[Step],
+                        after: Sequence[Step], *, agent_id: str) -> TurnResult:
+        """Promise 7: LangChain's own human in the loop (``HumanInTheLoopMiddleware`` on
+        ``charge_card``, an ``InMemorySaver``) pauses the turn at the charge ``before`` asks
+        for; at the pause an operator undoes the turn's run (``rac undo --unchecked``, from an
+        engine of its own on the same log, given the world's tools); then the person's
+        approval resumes the thread (``Command(resume={"decisions": [{"type": "approve"}]})``)
+        and the model plays ``after``."""
+        agent: Any = create_agent(
+            from_steps([*before, *after]), world_tools(world),
+            middleware=[HumanInTheLoopMiddleware(interrupt_on={"charge_card": True}),
+                        RACMiddleware(rac=engine, agent_id=agent_id)],
+            checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "conformance-paused"}}
+        paused = agent.invoke({"messages": [("user", "Book my trip and charge me")]}, config)
+        if "__interrupt__" not in paused:
+            raise AssertionError(f"the turn never paused for the approval: {paused!r}")
+        operator = rac.RAC(store=engine.store, compensations=TRAVEL_COMPENSATIONS,
+                           read_only=TRAVEL_READ_ONLY, tools=world.tools(), clock=engine.clock,
+                           load_entrypoints=False)
+        for info in engine.store.list_runs():
+            if info.status is rac.RunStatus.COMPLETED:
+                operator.undo(info.run_id, why="the trip was called off at the pause",
+                              by="operator", unchecked=True)
+        out = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+        return told(out["messages"])
+
+    def run_turn_cached(self, engine: rac.RAC, world: TravelWorld, script: Sequence[Step], *,
+                        agent_id: str) -> TurnResult:
+        """Promise 8: a hand-built agent graph whose tool node LangGraph caches
+        (``cache_policy=rac_langgraph.tool_cache_policy()``, an ``InMemoryCache``: a repeated
+        call of the same tools with the same arguments is answered from the cache), with the
+        world's ``get_booking`` besides its tools."""
+        model = from_steps(script)
+        tools = [*world_tools(world), StructuredTool.from_function(world.get_booking)]
+
+        def agent(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        g = StateGraph(MessagesState)
+        g.add_node("agent", agent)
+        g.add_node("tools", tool_node(tools, rac=engine, agent_id=agent_id),
+                   cache_policy=tool_cache_policy())
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition)
+        g.add_edge("tools", "agent")
+        graph: Any = g.compile(cache=InMemoryCache())
+        return told(graph.invoke({"messages": [("user", "Book my trip")]})["messages"])
+

@@ -13,17 +13,8 @@ from langgraph.types import Command
 import rac
 from rac.testing import TRAVEL_COMPENSATIONS, TRAVEL_READ_ONLY, TravelWorld
 from rac_langgraph import RACMiddleware
-from tests.adapters.langgraph.support import (
-    CAR,
-    FLIGHT,
-    call,
-    engine,
-    model,
-    say,
-    tool_messages,
-    turn,
-    world_tools,
-)
+from rac_langgraph.testing import call, say, turn, world_tools
+from tests.adapters.langgraph.support import CAR, FLIGHT, engine, model, tool_messages
 
 CHARGE = {"customer": "ann", "amount": 420.0}
 

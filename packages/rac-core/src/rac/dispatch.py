@@ -126,8 +126,9 @@ class Hooks:
         if impls is None:
             return self._through_pluggy(name, kwargs, propagate)
         for plugin, function, argnames in impls:
-            try:
-                answer = function(**{a: kwargs[a] for a in argnames})
+            try:  # an implementation that declares every argument takes them as they are
+                answer = function(**kwargs) if len(argnames) == len(kwargs) else \
+                    function(**{a: kwargs[a] for a in argnames})
             except propagate:
                 raise
             except Exception as e:  # noqa: BLE001 - a plugin's failure is "no answer"
@@ -150,7 +151,10 @@ class Hooks:
             return
         for plugin, function, argnames in impls:
             try:
-                function(**{a: kwargs[a] for a in argnames})
+                if len(argnames) == len(kwargs):
+                    function(**kwargs)
+                else:
+                    function(**{a: kwargs[a] for a in argnames})
             except Exception as e:  # noqa: BLE001 - a listener's failure never breaks a run
                 _failed(plugin, name, e)
 

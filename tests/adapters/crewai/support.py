@@ -69,3 +69,11 @@ def only_run(eng: rac.RAC) -> rac.RunInfo:
 def runs_of(eng: rac.RAC) -> list[rac.RunInfo]:
     """Every run in the engine's log."""
     return eng.store.list_runs()
+
+
+def closed_connection(text: str) -> bool:
+    """Whether ``text`` names an MCP server's exit as its real cause. Which error the client
+    meets depends on timing (reading the end of the server's output, or writing to its closed
+    input on a busy machine), so either is the real cause."""
+    return ("McpError: Connection closed" in text
+            or "BrokenResourceError: the server closed the connection" in text)

@@ -47,3 +47,20 @@ def real_error(error: BaseException) -> BaseException:
                 continue
         break
     return error
+
+
+#: anyio's errors of a stream whose other end went away: they carry no message of their own.
+#: Which one a client meets when an MCP server exits depends on timing (writing to its closed
+#: stdin, or reading its stdout's end), so both are named for what they mean.
+_CLOSED_STREAM = {"BrokenResourceError": "the server closed the connection",
+                  "ClosedResourceError": "the connection was already closed",
+                  "EndOfStream": "the server closed the connection"}
+
+
+def describe(error: BaseException) -> str:
+    """``error`` as a report names a cause: its class and its message, or for anyio's
+    message-less closed-stream errors what they mean (``BrokenResourceError: the server closed
+    the connection``)."""
+    name = type(error).__name__
+    text = str(error) or _CLOSED_STREAM.get(name, "no message")
+    return f"{name}: {text}"

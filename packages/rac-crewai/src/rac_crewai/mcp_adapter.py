@@ -45,7 +45,7 @@ import rac
 from rac.events import emit
 from rac.mcp import NameMap, call_session_tool, register_session_tools
 from rac.run import current_run
-from rac_crewai.errors import real_error
+from rac_crewai.errors import describe, real_error
 from rac_crewai.mcp_tools import run_sync, server_name, settings_of
 
 
@@ -174,7 +174,7 @@ class AdapterBinding:
                 cause = real_error(e)
                 raise rac.TransientError(
                     f"could not connect again to MCP server {self.server!r} for "
-                    f"{self.mcp_name!r}: {type(cause).__name__}: {cause}") from e
+                    f"{self.mcp_name!r}: {describe(cause)}") from e
             return await call_session_tool(session, self.mcp_name, args, timeout=timeout)
 
 

@@ -40,7 +40,7 @@ from mcp import ClientSession, StdioServerParameters
 
 import rac
 from rac.mcp import NameMap, register_session_tools
-from rac_crewai.errors import real_error
+from rac_crewai.errors import describe, real_error
 
 T = TypeVar("T")
 
@@ -282,6 +282,6 @@ def adopt(engine: rac.RAC, tools: list[BaseTool]) -> None:
             raise rac.ConfigurationError(
                 f"cannot read what MCP server {called!r} declares about its tools "
                 f"({', '.join(sorted(t.original_tool_name for t in group))}): connecting to "
-                f"it failed with {type(cause).__name__}: {cause}. Is the server running?"
+                f"it failed with {describe(cause)}. Is the server running?"
             ) from e
         settings.listed.setdefault(server, set()).update(t.name for t in group)

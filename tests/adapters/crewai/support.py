@@ -77,3 +77,18 @@ def closed_connection(text: str) -> bool:
     input on a busy machine), so either is the real cause."""
     return ("McpError: Connection closed" in text
             or "BrokenResourceError: the server closed the connection" in text)
+
+
+def server_once(folder: Path) -> Path:
+    """A script in ``folder`` that serves the example MCP server once: every later start of
+    it exits before answering (a server that crashed and does not come back)."""
+    started = folder / "started"
+    wrapper = folder / "server_once.py"
+    wrapper.write_text(
+        "import os, sys\n"
+        f"if os.path.exists({str(started)!r}):\n"
+        "    sys.exit('this server does not come back')\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "from rac.demo.mcp_travel_server import main\n"
+        "main(sys.argv[1:])\n")
+    return wrapper

@@ -29,6 +29,7 @@ from tests.adapters.crewai.support import (
     ledger,
     only_run,
     runs_of,
+    server_once,
     told,
 )
 from tests.adapters.crewai.support import bare_engine as engine
@@ -256,15 +257,7 @@ def test_a_server_rac_cannot_list_is_a_clear_error_naming_the_real_cause(
     # The server answers CrewAI's listing, then every later start exits before answering:
     # RAC's own listing fails. kickoff() says so with the cause, not with anyio's "unhandled
     # errors in a TaskGroup (1 sub-exception)", and nothing is called.
-    started = tmp_path / "started"
-    wrapper = tmp_path / "server_once.py"
-    wrapper.write_text(
-        "import os, sys\n"
-        f"if os.path.exists({str(started)!r}):\n"
-        "    sys.exit('this server does not come back')\n"
-        f"open({str(started)!r}, 'w').close()\n"
-        "from rac.demo.mcp_travel_server import main\n"
-        "main(sys.argv[1:])\n")
+    wrapper = server_once(tmp_path)
     travel = Travel(world)
     travel.config = MCPServerStdio(command=sys.executable,
                                    args=[str(wrapper), "--world", str(world)])

@@ -44,6 +44,7 @@ from tests.adapters.crewai.support import (
     ledger,
     only_run,
     runs_of,
+    server_once,
     told,
 )
 from tests.adapters.crewai.support import bare_engine as engine
@@ -376,15 +377,7 @@ def test_a_server_that_does_not_come_back_leaves_the_booking_named(world: Path, 
     # The report names the server by a short name (the one mcp_names gives, else its
     # script's), with the real cause: never by its command line, which holds the checkout's,
     # the interpreter's and the world file's paths.
-    started = tmp_path / "started"
-    wrapper = tmp_path / "server_once.py"
-    wrapper.write_text(
-        "import os, sys\n"
-        f"if os.path.exists({str(started)!r}):\n"
-        "    sys.exit('this server does not come back')\n"
-        f"open({str(started)!r}, 'w').close()\n"
-        "from rac.demo.mcp_travel_server import main\n"
-        "main(sys.argv[1:])\n")
+    wrapper = server_once(tmp_path)
     once = StdioServerParameters(command=sys.executable, args=[
         str(wrapper), "--world", str(world), "--fail", "book_flight=crash@afterx1"])
     with MCPServerAdapter(once, connect_timeout=SERVER_START) as tools:

@@ -60,6 +60,20 @@ def remembered(memory: Memory) -> list[str]:
             if not m.record.content.startswith(("Task: ", "Input: "))]
 
 
+def rolled_back_and_forgotten(world: TravelWorld, llm: ScriptedLLM, memory: Memory,
+                              eng: Any) -> Any:
+    """The run of a trip whose hotel failed, checked: nothing live, the note found while the
+    run went on, forgotten with its rollback, the agent told so; the run (compensated)."""
+    assert world.live() == []
+    assert NOTE in told(llm, "search_memory")[0]
+    assert remembered(memory) == []  # the note about the cancelled flight is gone
+    [report] = told(llm, "book_hotel")
+    assert "via Forget saved memory" in report and "world is back" in report
+    [run] = runs_of(eng)
+    assert run.status is RunStatus.COMPENSATED
+    return run
+
+
 def test_a_note_saved_to_memory_is_forgotten_when_the_run_is_rolled_back(
         tmp_path: Path) -> None:
     world = TravelWorld()
@@ -135,13 +149,7 @@ def test_every_memory_tool_a_crew_gives_its_agents_is_under_rac(
     else:
         crew.kickoff()
 
-    assert world.live() == []
-    assert NOTE in told(llm, "search_memory")[0]
-    assert remembered(memory) == []  # the note about the cancelled flight is gone
-    [report] = told(llm, "book_hotel")
-    assert "via Forget saved memory" in report and "world is back" in report
-    [run] = runs_of(eng)
-    assert run.status is RunStatus.COMPENSATED
+    run = rolled_back_and_forgotten(world, llm, memory, eng)
     assert [(r.tool, r.status, r.agent_id) for r in eng.store.get_records(run.run_id)] == [
         ("book_flight", RecordStatus.COMPENSATED, "travel agent"),
         ("Save to memory", RecordStatus.COMPENSATED, "travel agent"),
@@ -176,13 +184,7 @@ def test_a_standalone_agent_kickoffs_memory_tools_are_under_rac(how: str, tmp_pa
     else:
         agent.kickoff("Book ann's trip")
 
-    assert world.live() == []
-    assert NOTE in told(llm, "search_memory")[0]
-    assert remembered(memory) == []  # the note about the cancelled flight is gone
-    [report] = told(llm, "book_hotel")
-    assert "via Forget saved memory" in report and "world is back" in report
-    [run] = runs_of(eng)
-    assert run.status is RunStatus.COMPENSATED
+    run = rolled_back_and_forgotten(world, llm, memory, eng)
     assert [(r.tool, r.kind, r.status, r.agent_id)
             for r in eng.store.get_records(run.run_id)] == [
         ("book_flight", RecordKind.ACTION, RecordStatus.COMPENSATED, "travel agent"),

@@ -60,6 +60,17 @@ def remembered(memory: Memory) -> list[str]:
             if not m.record.content.startswith(("Task: ", "Input: "))]
 
 
+def failing_trip_with_a_note(tmp_path: Path) -> tuple[TravelWorld, Any]:
+    """A world whose hotel is full, and a memory crew whose model books the flight, saves a
+    note about it, searches for it and tries the hotel."""
+    world = TravelWorld()
+    world.fail("book_hotel", "permanent", message="hotel full")
+    return world, memory_crew(tmp_path, world, [
+        [("book_flight", PAR)], [("save_to_memory", {"contents": [NOTE]})],
+        [("search_memory", {"queries": ["flight"]})], [("book_hotel", HOTEL)],
+        "no hotel; nothing booked"])
+
+
 def rolled_back_and_forgotten(world: TravelWorld, llm: ScriptedLLM, memory: Memory,
                               eng: Any) -> Any:
     """The run of a trip whose hotel failed, checked: nothing live, the note found while the
@@ -125,12 +136,7 @@ def test_every_memory_tool_a_crew_gives_its_agents_is_under_rac(
         how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Crew(memory=True) builds its own Memory (the crew's embedder, its agent's model unless
     # chat_llm is set); an agent's own memory in a crew without one is given the same tools.
-    world = TravelWorld()
-    world.fail("book_hotel", "permanent", message="hotel full")
-    crew, llm, memory = memory_crew(tmp_path, world, [
-        [("book_flight", PAR)], [("save_to_memory", {"contents": [NOTE]})],
-        [("search_memory", {"queries": ["flight"]})], [("book_hotel", HOTEL)],
-        "no hotel; nothing booked"])
+    world, (crew, llm, memory) = failing_trip_with_a_note(tmp_path)
     if how.startswith("memory=True"):
         monkeypatch.setenv("CREWAI_STORAGE_DIR", str(tmp_path / "crewai"))  # its own store
         crew = Crew(agents=crew.agents, tasks=crew.tasks, memory=True,
@@ -165,12 +171,7 @@ def test_a_standalone_agent_kickoffs_memory_tools_are_under_rac(how: str, tmp_pa
     # Agent(memory=...).kickoff() adds "Save to memory" and "Search memory" itself (not
     # through the crew): they are guarded as a crew's are, and the note of a rolled-back run
     # is forgotten with it.
-    world = TravelWorld()
-    world.fail("book_hotel", "permanent", message="hotel full")
-    crew, llm, memory = memory_crew(tmp_path, world, [
-        [("book_flight", PAR)], [("save_to_memory", {"contents": [NOTE]})],
-        [("search_memory", {"queries": ["flight"]})], [("book_hotel", HOTEL)],
-        "no hotel; nothing booked"])
+    world, (crew, llm, memory) = failing_trip_with_a_note(tmp_path)
     [agent] = crew.agents
     agent.memory = memory
     eng = engine()

@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import anyio
 from crewai.mcp.config import MCPServerHTTP, MCPServerSSE, MCPServerStdio
 from crewai.mcp.tool_resolver import MCPToolResolver
 from crewai.tools import BaseTool
@@ -251,7 +252,11 @@ async def _register(engine: rac.RAC, server: str, tools: list[MCPNativeTool]) ->
     client = tools[0]._client_factory()
     transport = client.transport
     async with transport, ClientSession(transport.read_stream, transport.write_stream) as session:
-        init = await asyncio.wait_for(session.initialize(), timeout=client.connect_timeout)
+        # anyio's own timeout, not asyncio.wait_for: before Python 3.12 wait_for can swallow the
+        # cancellation of the transport's task group when the server exits mid-handshake, and
+        # the listing then ends in a bare CancelledError instead of the server's real error.
+        with anyio.fail_after(client.connect_timeout):
+            init = await session.initialize()
         name = settings.name_for(server, getattr(init.serverInfo, "name", None))
         rename(tools, name)
         await register_session_tools(engine, session, server=name,

@@ -56,6 +56,9 @@ class Hooks:
         self._impls: dict[str, list[_Impl] | None] = {}
         #: name -> first-result, of every hook specified in the manager
         self.specs: dict[str, bool] = {}
+        #: counts the refreshes: what was decided from the hooks at one generation (a call
+        #: plan, see :mod:`rac.run.plan`) holds until the next
+        self.generation = 0
         self.refresh()
 
     def refresh(self) -> None:
@@ -80,6 +83,7 @@ class Hooks:
                            for i in reversed(found)]
         self._impls = impls
         self.specs = specs
+        self.generation += 1
         #: the hooks some plugin implements (or wraps): a hook not here has no answer
         self.implemented = frozenset(name for name, found in impls.items() if found != [])
         #: True while the call path's hooks are answered by the default plugins alone (no
@@ -94,6 +98,19 @@ class Hooks:
             and impls.get("rac_attempt_finished") == []
             and _only(impls.get("rac_resolve_compensation"), "rac.default.compensations")
             and _only(impls.get("rac_detect_result_error"), "rac.default.result_errors"))
+        #: True while the default plugin alone resolves compensations (from the registry, by
+        #: the tool's name): what it answers for a tool holds until the declarations change
+        self.registry_compensations = _only(impls.get("rac_resolve_compensation"),
+                                            "rac.default.compensations")
+        #: The implementation that alone reads a result for the failure it describes, when
+        #: one does and no plugin normalizes results (the default plugin's own method): a
+        #: call asks it directly, under the same guard as :meth:`first`.
+        detect = impls.get("rac_detect_result_error") or []
+        sole = len(detect) == 1 and len(detect[0][2]) == 2 \
+            and not impls.get("rac_normalize_result")
+        self.sole_detect: Callable[..., Any] | None = detect[0][1] if sole else None
+        #: the plugin of :attr:`sole_detect` (named when it fails)
+        self.sole_detect_plugin = detect[0][0] if sole else ""
         #: True when a plugin listens to attempts or injects faults into them (an attempt
         #: then goes through those hooks; else it is the tool call alone)
         self.watches_attempts = not self.implemented.isdisjoint(
@@ -132,7 +149,7 @@ class Hooks:
             except propagate:
                 raise
             except Exception as e:  # noqa: BLE001 - a plugin's failure is "no answer"
-                _failed(plugin, name, e)
+                plugin_failed(plugin, name, e)
                 continue
             if answer is not None:
                 return answer
@@ -156,7 +173,7 @@ class Hooks:
                 else:
                     function(**{a: kwargs[a] for a in argnames})
             except Exception as e:  # noqa: BLE001 - a listener's failure never breaks a run
-                _failed(plugin, name, e)
+                plugin_failed(plugin, name, e)
 
     def _through_pluggy(self, name: str, kwargs: dict[str, Any],
                         propagate: tuple[type[BaseException], ...] = ()) -> Any:
@@ -165,7 +182,7 @@ class Hooks:
         except propagate:
             raise
         except Exception as e:  # noqa: BLE001 - see the module docstring
-            _failed("(a hook wrapper chain)", name, e)
+            plugin_failed("(a hook wrapper chain)", name, e)
             return None
 
 
@@ -177,9 +194,11 @@ def _only(impls: list[_Impl] | None, plugin: str) -> bool:
     return impls is not None and len(impls) == 1 and impls[0][0] == plugin
 
 
-def _failed(plugin: str, hook: str, error: Exception) -> None:
+def plugin_failed(plugin: str, hook: str, error: Exception) -> None:
+    """Say that ``plugin`` failed in ``hook`` (one ``rac.plugin_failed`` event): its answer
+    counts as none."""
     emit("rac.plugin_failed", level="warning", plugin=plugin, hook=hook, status="no_answer",
          error=f"{type(error).__name__}: {error}"[:500])
 
 
-__all__ = ["SPECS", "Hooks", "hook_specs"]
+__all__ = ["SPECS", "Hooks", "hook_specs", "plugin_failed"]

@@ -30,6 +30,7 @@ from rac.registry import (
 from rac.report import RecoveryReport, render_report
 from rac.retry import RetryPolicy
 from rac.run import Run, current_run
+from rac.run.plan import CallPlan
 from rac.serialize import DEFAULT_MAX_CHARS
 from rac.stores import Store, open_store
 from rac.tools import Tool, ToolSet, as_tool, tools_by_name
@@ -179,6 +180,8 @@ class RAC:
         #: Whether the plainest blocking calls take the shortcut of :mod:`rac.run.fast`
         #: (``RAC_FAST_PATH=0`` turns it off; both paths write the same log).
         self.fast_path = os.environ.get("RAC_FAST_PATH", "1") != "0"
+        #: (tool, agent) -> what is decided about its calls once (see :mod:`rac.run.plan`)
+        self.plans: dict[tuple[str, str], CallPlan] = {}
         #: State adapters keep per engine (keyed by the adapter's package name).
         self.extensions: dict[str, Any] = {}
         self._adapted: dict[tuple[Any, str | None], Tool] = {}

@@ -101,6 +101,16 @@ AT_REST = frozenset(S) - UNFINISHED
 CLEAN_AFTER_ROLLBACK = frozenset({S.COMPENSATED, S.RUNNING})
 
 
+# The members the functions below compare with, as module constants: reading a member off
+# its enum class goes through the enum's metaclass at every use (about 0.1 µs each), and
+# these functions run at every write of every call.
+_PENDING, _COMPLETED, _FAILED, _IN_DOUBT = R.PENDING, R.COMPLETED, R.FAILED, R.IN_DOUBT
+_COMPENSATING, _COMPENSATION_FAILED = R.COMPENSATING, R.COMPENSATION_FAILED
+_ACTION, _COMPENSATION = RecordKind.ACTION, RecordKind.COMPENSATION
+_S_COMPENSATING, _S_NEEDS_ATTENTION = S.COMPENSATING, S.NEEDS_ATTENTION
+_S_RUNNING, _S_COMPENSATED = S.RUNNING, S.COMPENSATED
+
+
 def run_after(status: RunStatus, event: RunEvent) -> RunStatus:
     """The run's status after ``event`` (see :data:`RUN_EVENTS`)."""
     return RUN_EVENTS.get((status, event), status)
@@ -113,10 +123,10 @@ class LifecycleError(RACError):
 def check_record(record: Record | RecordKind, previous: RecordStatus,
                  new: RecordStatus) -> None:
     """Raise :class:`LifecycleError` unless ``previous -> new`` is legal for the record."""
-    if previous is new and previous is not R.COMPENSATING:
+    if previous is new and previous is not _COMPENSATING:
         return
     kind = record if type(record) is RecordKind else record.kind  # type: ignore[union-attr]
-    table = COMPENSATION_TRANSITIONS if kind is RecordKind.COMPENSATION else RECORD_TRANSITIONS
+    table = COMPENSATION_TRANSITIONS if kind is _COMPENSATION else RECORD_TRANSITIONS
     allowed = table.get(previous)
     if allowed is None or new not in allowed:
         where = f"{record.run_id}#{record.seq} ({record.tool})" \
@@ -132,7 +142,7 @@ def check_run(run_id: str, previous: RunStatus, new: RunStatus) -> None:
 
 #: Statuses of an action whose effect may be in the world.
 MAYBE_LIVE = frozenset({R.COMPLETED, R.COMPENSATING, R.COMPENSATION_FAILED, R.IN_DOUBT,
-                        R.PENDING})
+                        _PENDING})
 #: Statuses that need a person (or a resume) before a run can be called clean.
 NEEDS_A_PERSON = frozenset({R.COMPENSATION_FAILED, R.IN_DOUBT})
 
@@ -159,19 +169,19 @@ def happened_of(record: Record) -> str:
     of the call is its ``happened`` field, or, in a log written before that field, the
     wording RAC wrote then."""
     st = record.status
-    if record.kind is RecordKind.COMPENSATION:
-        if st is R.PENDING:
+    if record.kind is _COMPENSATION:
+        if st is _PENDING:
             return "maybe"
-        if st is R.COMPLETED:
+        if st is _COMPLETED:
             return "yes"
         if record.happened:
             return record.happened
         return "maybe" if (record.note or "").startswith(MAYBE_UNDONE_NOTES) else "no"
-    if st in (R.PENDING, R.IN_DOUBT):
+    if st in (_PENDING, _IN_DOUBT):
         return "maybe"
-    if st is R.FAILED:
+    if st is _FAILED:
         return "no"
-    if st is R.COMPLETED:
+    if st is _COMPLETED:
         return "yes"
     if record.happened:
         return record.happened
@@ -181,24 +191,33 @@ def happened_of(record: Record) -> str:
     return "yes"
 
 
+#: What ``happened`` becomes, by (kind, new status), where no note can change it (the
+#: writes of every call: :func:`happened_after` gives the same; a change not here is
+#: decided by it).
+HAPPENED_ON: dict[tuple[RecordKind, RecordStatus], str] = {
+    (_ACTION, _PENDING): "maybe", (_ACTION, _IN_DOUBT): "maybe", (_ACTION, _COMPLETED): "yes",
+    (_ACTION, _FAILED): "no", (_COMPENSATION, _PENDING): "maybe",
+    (_COMPENSATION, _COMPLETED): "yes"}
+
+
 def happened_after(record: Record, new: RecordStatus, note: str | None = None) -> str:
     """What ``record``'s ``happened`` becomes as its status changes to ``new`` (``note``:
     the note written with the change, if any): an intent or a call in doubt, ``maybe``; an
     outcome, ``yes``; a failure (evidence it did not happen), ``no``; an undo, a dead letter or
     a resolution keep what was known of the call. For a compensation record, a failure
     marked as possibly done (``MAYBE_UNDONE_NOTES``) is ``maybe``."""
-    if record.kind is RecordKind.COMPENSATION:
-        if new is R.PENDING:
+    if record.kind is _COMPENSATION:
+        if new is _PENDING:
             return "maybe"
-        if new is R.COMPLETED:
+        if new is _COMPLETED:
             return "yes"
         text = note if note is not None else record.note
         return "maybe" if (text or "").startswith(MAYBE_UNDONE_NOTES) else "no"
-    if new in (R.PENDING, R.IN_DOUBT):
+    if new in (_PENDING, _IN_DOUBT):
         return "maybe"
-    if new is R.COMPLETED:
+    if new is _COMPLETED:
         return "yes"
-    if new is R.FAILED:
+    if new is _FAILED:
         return "no"
     return happened_of(record)
 
@@ -208,9 +227,9 @@ def uncertain(record: Record) -> bool:
     or being undone or dead-lettered while it may not have happened (its ``happened`` is
     ``maybe``, kept through its undo, a crash and a resume; in logs written before that field,
     the wording RAC ended the dead letter's error with)."""
-    if record.status in (R.PENDING, R.IN_DOUBT):
+    if record.status in (_PENDING, _IN_DOUBT):
         return True
-    return record.status in (R.COMPENSATING, R.COMPENSATION_FAILED) \
+    return record.status in (_COMPENSATING, _COMPENSATION_FAILED) \
         and happened_of(record) == "maybe"
 
 
@@ -222,9 +241,9 @@ def in_scope(record_scope: str, scope: str) -> bool:
 def may_be_live(record: Record, running: Collection[int] = ()) -> bool:
     """True if ``record`` is a side-effecting action whose effect may be in the world (a call
     still ``running`` is not counted: it is settled when it returns)."""
-    if record.kind is not RecordKind.ACTION or record.read_only:
+    if record.kind is not _ACTION or record.read_only:
         return False
-    if record.status is R.PENDING:
+    if record.status is _PENDING:
         return record.seq not in running
     return record.status in MAYBE_LIVE
 
@@ -243,23 +262,23 @@ def status_after_rollback(records: Iterable[Record], scope: str, *,
     attention = False
     elsewhere = False
     for r in records:
-        if r.kind is not RecordKind.ACTION or r.read_only:
+        if r.kind is not _ACTION or r.read_only:
             continue
         mine = in_scope(r.scope, scope)
-        if mine and (r.seq in unsettled or (r.status is R.PENDING and r.seq in running)):
-            return S.COMPENSATING
+        if mine and (r.seq in unsettled or (r.status is _PENDING and r.seq in running)):
+            return _S_COMPENSATING
         if mine and may_be_live(r, running):
             attention = True
         elif not mine and r.status in NEEDS_A_PERSON:
             elsewhere = True
     if attention:
-        return S.NEEDS_ATTENTION
+        return _S_NEEDS_ATTENTION
     if scope != "0":
-        return S.NEEDS_ATTENTION if elsewhere else S.RUNNING
-    return S.COMPENSATED
+        return _S_NEEDS_ATTENTION if elsewhere else _S_RUNNING
+    return _S_COMPENSATED
 
 
-__all__ = ["AT_REST", "CLEAN_AFTER_ROLLBACK", "COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "MAYBE_HAPPENED_NOTE",
+__all__ = ["AT_REST", "CLEAN_AFTER_ROLLBACK", "COMPENSATION_TRANSITIONS", "IDLE", "LifecycleError", "HAPPENED_ON", "MAYBE_HAPPENED_NOTE",
            "MAYBE_LIVE", "MAYBE_UNDONE_NOTES", "RECORD_TRANSITIONS", "RESUMABLE", "ROLLED_BACK",
            "RUN_EVENTS", "RUN_TRANSITIONS", "RunEvent", "UNCERTAIN_ENDINGS", "UNCERTAIN_NOTE",
            "UNFINISHED",

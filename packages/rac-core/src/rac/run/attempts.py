@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rac.classify import Classification, ErrorKind, declared_before_effect
+from rac.dispatch import plugin_failed
 from rac.effects import Flow, Invoke
 
 if TYPE_CHECKING:
@@ -31,6 +32,16 @@ class Attempt:
 def read_result(engine: RAC, tool: str, raw: Any) -> Attempt:
     """An attempt that returned ``raw``: a success, or the failure the result describes."""
     hooks = engine.hooks
+    detect = hooks.sole_detect
+    if detect is not None:  # one implementation, no normalizer: asked directly
+        try:
+            err = detect(tool=tool, result=raw)
+        except Exception as e:  # noqa: BLE001 - a plugin's failure is "no answer"
+            plugin_failed(hooks.sole_detect_plugin, "rac_detect_result_error", e)
+            err = None
+        if err is None:
+            return Attempt(True, raw, raw)
+        return Attempt(False, raw, raw, err, classify(engine, tool, err))
     value = raw
     if "rac_normalize_result" in hooks.implemented:
         normal = hooks.first("rac_normalize_result", tool=tool, result=raw)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rac.effects import Flow, Invoke, Sleep
@@ -35,10 +36,11 @@ from rac.models import Record, RecordKind, RecordStatus
 from rac.ordering import cycle_through
 from rac.registry import Effect, Irreversible
 from rac.report import AttemptedAlternative, RecoveryReport
-from rac.run.attempts import Attempt, attempt, outcome_of
+from rac.run.attempts import Attempt, attempt, outcome_of, read_result
 from rac.run.compensation import compensate
 from rac.run.keys import step_key
 from rac.run.outcome import CallOutcome
+from rac.run.plan import call_plan
 from rac.run.reconcile import ABSENT, FOUND, needs_snapshot, read_before, reconcile, snapshot
 from rac.run.rollback import Failure, rollback_flow
 from rac.run.values import error_text, exact, needed_fields, stored_copy, undo_part
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 R = RecordStatus
 _ACTION, _PENDING = RecordKind.ACTION, R.PENDING
 _KEYED, _READ_ONLY = Effect.KEYED, Effect.READ_ONLY
+_KEYED_NAME = str(Effect.KEYED)
 _REPEAT_SAFE = (Effect.READ_ONLY, Effect.IDEMPOTENT, Effect.KEYED)
 
 
@@ -96,7 +99,7 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
         else:
             intent = (planned if tool == name else None) or plan_intent(
                 run, tool, args, agent_id, scope, first_seq)
-            if reads_first(run, intent):
+            if intent.reads:
                 begun = yield from begin(run, tool, args, agent_id, scope, deps, first_seq,
                                          batch, intent, call_id=call_id)
             else:  # nothing to read before the call: its intent is written at once
@@ -113,13 +116,19 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
             tried.append(AttemptedAlternative(tool=tool, error=f"refused: {begun.refusal}"))
             continue
         try:
-            call = Invoke(_bound(invoke, tool), _abound(ainvoke, tool),
-                          with_key(run, tool, begun.args, rec))
+            call = Invoke(partial(invoke, tool),
+                          partial(ainvoke, tool) if ainvoke is not None else None,
+                          begun.args if rec.effect != _KEYED_NAME
+                          else with_key(run, tool, begun.args, rec))
             if made is None and not engine.hooks.watches_attempts:
                 ok, raw = yield call  # the first attempt; perform() reads what a failure means
-                made = outcome_of(engine, tool, ok, raw)
-            performed = Performed("ok", made) if made is not None and made.ok else (
-                yield from perform(run, rec, tool, begun.args, call, made))
+                made = read_result(engine, tool, raw) if ok else outcome_of(engine, tool, ok,
+                                                                               raw)
+            if made is not None and made.ok:  # the common case: no Performed to build
+                if not run.succeeded(rec, begun.args, made.value):
+                    return CallOutcome(True, rec.tool, rec.seq, made.raw, made.value)
+                return (yield from undo_doomed(run, rec, made))
+            performed = yield from perform(run, rec, tool, begun.args, call, made)
         except BaseException as e:
             run.interrupted(rec, e)
             raise
@@ -151,19 +160,6 @@ def call_flow(run: Run, name: str, args: dict[str, Any], *, agent_id: str | None
                                                       failure=first, alternatives=tried)
     return CallOutcome(False, first.tool, first.seq, error=first.error, report=report,
                        message=engine.render(report))
-
-
-def _bound(invoke: Invoker, tool: str) -> Any:
-    return lambda a: invoke(tool, a)
-
-
-def _abound(ainvoke: AsyncInvoker | None, tool: str) -> Any:
-    if ainvoke is None:
-        return None
-
-    async def call(a: dict[str, Any]) -> Any:
-        return await ainvoke(tool, a)
-    return call
 
 
 def with_key(run: Run, tool: str, args: dict[str, Any], rec: Record) -> dict[str, Any]:
@@ -198,6 +194,8 @@ class Intent:
     #: True when the record's copy of the arguments is exact (a plain flat dict: nothing
     #: redacted or capped), so it may stand for them
     exact: bool = False
+    #: True when the intent needs a tool call first (see :func:`reads_first`)
+    reads: bool = False
 
 
 def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None, scope: str,
@@ -205,14 +203,26 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
     """Decide what the intent of a call holds and whether its policies let it run (the
     before-image, which needs a tool call, is read by :func:`begin`)."""
     engine = run.engine
-    registry = engine.registry
     agent = agent_id or run.agent_id
-    t = run.tool(tool, agent)
-    effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
     stored_args = plain_copy(args)
     exact_args = stored_args is not None
     if stored_args is None:
         stored_args = stored_copy(args, engine.max_value_chars)
+    plan = call_plan(run, tool, agent)
+    if plan is not None:  # decided once for the tool (see rac.run.plan)
+        rec = Record(run.run_id, 0, tool, _ACTION, _PENDING, agent, scope, stored_args, None,
+                     None, 1, "", [], None, alternative_of, True, plan.read_only, None, 0.0,
+                     0.0, plan.effect_name, None)
+        intent = Intent(rec, plan.comp, None, plan.needed, exact=exact_args,
+                        reads=plan.reads_first)
+        if not exact_args and plan.needed is not None:
+            part = undo_part(args, stored_args, plan.needed[0])
+            if part is not None:
+                intent.undo = {"args": part}
+        return intent
+    registry = engine.registry
+    t = run.tool(tool, agent)
+    effect = registry.effect_of(tool, t.params if t is not None else None, engine.key_param)
     rec = Record(run.run_id, 0, tool, _ACTION, _PENDING, agent, scope, stored_args, None, None,
                  1, "", [], None, alternative_of, True, effect is _READ_ONLY, None, 0.0,
                  0.0, str(effect), None)
@@ -237,6 +247,7 @@ def plan_intent(run: Run, tool: str, args: dict[str, Any], agent_id: str | None,
                 intent.undo = {"args": part}
     if intent.refusal is not None and intent.error is None:
         intent.error = CallRefused(intent.refusal)
+    intent.reads = reads_first(run, intent)
     return intent
 
 
@@ -299,7 +310,7 @@ def write_intent(run: Run, intent: Intent, args: dict[str, Any], depends_on: Ite
             if refusal is not None:
                 error = CallRefused(refusal)
         # a refused call never runs: a run that was idle stays as it was
-        status = state.reopens(run.status) if refusal is None else None
+        status = state.reopens(run.log.status) if refusal is None else None
         rec.seq = state.next_seq()
         rec.idempotency_key = step_key(run.key_prefix, rec.seq, "action")
         rec.created_at = rec.updated_at = run.engine.clock.now()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rac.errors import LeaseLostError
 from rac.events import info_enabled, run_logger
 from rac.leases import ENDED
-from rac.lifecycle import check_record, check_run, happened_after
+from rac.lifecycle import HAPPENED_ON, check_record, check_run, happened_after
 from rac.models import Record, RecordKind, RecordStatus, RunInfo, RunStatus
 from rac.stores.changes import (
     Append,
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from rac.engine import RAC
 
 _BAD = (RecordStatus.FAILED, RecordStatus.COMPENSATION_FAILED, RecordStatus.IN_DOUBT)
+_COMPENSATING = RecordStatus.COMPENSATING  # (a member off its class costs a lookup each use)
+#: the notification of every record written (announced only when some plugin listens)
+_WRITTEN = "rac_record_written"
 #: A write renews the run's lease once it has run down by this share of its length since
 #: the last write that renewed it (a call writes twice in microseconds: renewing both times
 #: moves the lease by nothing and costs each write an update of the run's row).
@@ -105,7 +108,7 @@ class RunLog:
         if self.lost is not None or self not in self.engine.leases.held():
             return
         if self.fenced:
-            self.commit(end=True, durable=False)
+            self._commit([], True, False)
         else:
             self.engine.leases.release(self)
 
@@ -126,8 +129,11 @@ class RunLog:
     def flush(self) -> None:
         """Write what :meth:`relax` holds, in one durable commit."""
         if self._held:
-            held, self._held, self._steps = coalesce(self._held), [], 0
-            self._commit_now(held, end=False, durable=True)
+            every, self._flush_every = self._flush_every, 0
+            try:
+                self._commit([], False, True)
+            finally:
+                self._flush_every = every
 
     def commit(self, *changes: Change, end: bool = False, durable: bool = True) -> None:
         """Write ``changes`` behind this run's fence, in one commit, announcing nothing (the
@@ -136,23 +142,20 @@ class RunLog:
         :class:`rac.errors.LeaseLostError` once another process holds the run."""
         self._commit(list(changes), end, durable)
 
-    def _commit(self, changes: list[Change], end: bool, durable: bool) -> None:
-        """:meth:`commit` of a list of changes (its own: it may be extended)."""
+    def _commit(self, changes: Sequence[Change], end: bool, durable: bool) -> None:
+        """:meth:`commit` of a list of changes (every step of the run comes through here: it
+        is written for speed)."""
         if self.lost is not None:
             raise self.lost
-        if self._flush_every and not end:
-            self._held.extend(changes)
-            self._steps += 1
-            if self._steps >= self._flush_every:
-                self.flush()
-            return
-        if self._held:
-            held, self._held, self._steps = coalesce([*self._held, *changes]), [], 0
-            self._commit_now(held, end=end, durable=True)
-            return
-        self._commit_now(changes, end=end, durable=durable)
-
-    def _commit_now(self, changes: Sequence[Change], *, end: bool, durable: bool) -> None:
+        if self._flush_every or self._held:  # a relaxed recovery (see relax)
+            if self._flush_every and not end:
+                self._held.extend(changes)
+                self._steps += 1
+                if self._steps >= self._flush_every:
+                    self.flush()
+                return
+            changes, self._held, self._steps = coalesce([*self._held, *changes]), [], 0
+            durable = True
         lease: float | None = None  # the lease this commit writes, if any
         if self.fenced:
             if end:
@@ -312,12 +315,14 @@ class RunLog:
             return
         # write(appends=[rec]), one record and no run status: the step of every call
         if not rec.happened:
-            rec.happened = happened_after(rec, rec.status, rec.note)
+            rec.happened = HAPPENED_ON.get((rec.kind, rec.status)) or happened_after(
+                rec, rec.status, rec.note)
         self._commit([Append(rec)], False, True)
         self.records[rec.seq] = rec
         if self._undoes is not None and rec.compensates is not None:
             self._undoes.setdefault(rec.compensates, []).append(rec.seq)
-        self._announce(rec, None)
+        if self.info or rec.status in _BAD or _WRITTEN in self.engine.hooks.implemented:
+            self._announce(rec, None)
 
     def update(self, rec: Record, *, durable: bool = False,
                expect: RecordStatus | None = None, **fields: Any) -> None:
@@ -325,18 +330,25 @@ class RunLog:
         :mod:`rac.lifecycle`). Not flushed to disk on its own unless ``durable`` (see
         :meth:`write`). ``expect``: only while the log still holds the record with that
         status (compare-and-set, see :class:`rac.stores.changes.UpdateRecord`)."""
+        self.change(rec, fields, durable, expect)
+
+    def change(self, rec: Record, fields: dict[str, Any], durable: bool = False,
+               expect: RecordStatus | None = None) -> None:
+        """:meth:`update` with the fields as a dict of the caller's, which it takes over."""
         # write(updates=[(rec, fields)]), one record and no run status: a call's outcome
         was = rec.status
         new = fields.get("status")
         if new is not None:
             check_record(rec, was, new)
             if "happened" not in fields:  # whether it happened is data, kept with it
-                fields["happened"] = happened_after(rec, new, fields.get("note"))
+                fields["happened"] = HAPPENED_ON.get((rec.kind, new)) or happened_after(
+                    rec, new, fields.get("note"))
         fields["updated_at"] = self.engine.clock.now()
         self._commit([UpdateRecord(self.run_id, rec.seq, fields, expect)], False, durable)
         for k, v in fields.items():
             setattr(rec, k, v)
-        if new is not None and (new is not was or new is RecordStatus.COMPENSATING):
+        if new is not None and (new is not was or new is _COMPENSATING) and (
+                self.info or new in _BAD or _WRITTEN in self.engine.hooks.implemented):
             self._announce(rec, was)
 
     def _announce(self, rec: Record, previous: RecordStatus | None) -> None:
@@ -346,7 +358,7 @@ class RunLog:
                        tool=rec.tool, kind=str(rec.kind), status=str(rec.status),
                        agent_id=rec.agent_id, attempts=rec.attempts, error=rec.error)
         hooks = self.engine.hooks
-        if "rac_record_written" in hooks.implemented:
+        if _WRITTEN in hooks.implemented:
             hooks.notify("rac_record_written", record=rec.shown(),
                          previous=str(previous) if previous is not None else None)
 

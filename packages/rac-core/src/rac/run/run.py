@@ -41,6 +41,7 @@ Invoker = Callable[[str, dict[str, Any]], Any]
 AsyncInvoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
 R = RecordStatus
 S = RunStatus
+_COMPLETED = R.COMPLETED  # (a member off its class costs a lookup at each use)
 
 
 class Run:
@@ -349,8 +350,9 @@ class Run:
         ``tool_call_id``), written on its records (:attr:`rac.Record.call_id`) so that a
         resumed agent repeating the call can find them.
         """
-        self.start()
-        scope = self.current_scope()
+        if not self._started:
+            self.start()
+        scope = current_scope_of(self)
         if batch is None and self.engine.fast_path:
             done = execute_fast(self, name, args, invoke, agent_id=agent_id,
                                 depends_on=depends_on, scope=scope, call_id=call_id)
@@ -513,26 +515,29 @@ class Run:
         if stored is None:
             stored = stored_copy(value, engine.max_value_chars)
         with self.lock:
-            needed = self._state.needed(rec.seq)
+            state = self._state
+            produces = engine.registry.produces.get(rec.tool)
+            if exact_value and rec.args == args:  # the log's copies are exact: they stand
+                doomed = state.call_succeeded(rec, rec.args, stored, keep_live=False,
+                                              produces=produces, owned=True)
+                self.log.change(rec, {"status": _COMPLETED, "attempts": rec.attempts,
+                                      "result": stored})
+                return doomed
+            needed = state.needed(rec.seq)
             # undo data only where an undo may need it, and only the fields it may read
             exact_result = None if exact_value or rec.read_only or not rec.compensable \
                 or needed is None else undo_part(value, stored, needed[1])
-            produces = engine.registry.produces.get(rec.tool)
-            if exact_value and rec.args == args:  # the log's copies are exact: they stand
-                doomed = self._state.call_succeeded(rec, rec.args, stored, keep_live=False,
-                                                    produces=produces, owned=True)
-            else:
-                doomed = self._state.call_succeeded(
-                    rec, args, value, keep_live=rec.args != args or exact_result is not None,
-                    produces=produces)
-            fields: dict[str, Any] = {"status": R.COMPLETED, "attempts": rec.attempts,
+            doomed = state.call_succeeded(
+                rec, args, value, keep_live=rec.args != args or exact_result is not None,
+                produces=produces)
+            fields: dict[str, Any] = {"status": _COMPLETED, "attempts": rec.attempts,
                                       "result": stored}
             if exact_result is not None:
                 undo = dict(rec.undo or {})
                 undo["result"] = exact_result
                 if undo != (rec.undo or {}):
                     fields["undo"] = undo
-            self.log.update(rec, **fields)
+            self.log.change(rec, fields)
             return doomed
 
     def end_call(self, rec: Record, status: RecordStatus, **fields: Any) -> bool:

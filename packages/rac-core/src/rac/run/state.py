@@ -24,13 +24,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rac.dependencies import DependencyIndex
-from rac.lifecycle import RunEvent, in_scope, run_after, status_after_rollback
+from rac.lifecycle import RUN_EVENTS, RunEvent, in_scope, run_after, status_after_rollback
 from rac.models import Record, RecordKind, RecordStatus, RunStatus
 from rac.run.planning import RollbackPlan, plan_rollback
 
 if TYPE_CHECKING:
     from rac.report import RecoveryReport
 
+_CALL_BEGAN = RunEvent.CALL_BEGAN  # (a member off its class costs a lookup at each use)
 #: How many parallel batches (model turns) a run remembers.
 BATCH_MEMORY = 1024
 #: What a call's undo may read: its argument and result fields (see values.needed_fields).
@@ -122,7 +123,7 @@ class RunState:
         """The run's status once a call begins, or None for no change: an idle run
         (completed, rolled back cleanly, resolved) is running again; ``needs_attention``
         stays, and so does a run whose rollback waits for a doomed call."""
-        new = run_after(status, RunEvent.CALL_BEGAN)
+        new = RUN_EVENTS.get((status, _CALL_BEGAN), status)  # run_after, inlined: every call
         return new if new is not status and not self._doomed else None
 
     def step_done(self, status: RunStatus) -> RunStatus:
@@ -207,6 +208,8 @@ class RunState:
         undoes it, then :meth:`doom_lifted`)."""
         seq = rec.seq
         self._in_flight.discard(seq)
+        if self._needs:  # what its undo may read, unless the driver read it already
+            self._needs.pop(seq, None)
         if keep_live:
             self._live[seq] = (args, value)
         if not rec.read_only:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rac.errors import ConflictError
@@ -48,10 +48,14 @@ class MemoryStore:
         self._records: dict[str, dict[int, Record]] = {}
         self._pairs: dict[str, PairRecord] = {}
         self._lock = threading.Lock()
+        #: how :meth:`commit` applies each type of change
+        self._apply: dict[type, Callable[[Any, list[_Undo]], None]] = {
+            Fence: self._fence, Append: self._append, UpdateRecord: self._update_record,
+            UpdateRun: self._update_run, CreateRun: self._create_run}
 
     def create_run(self, run: RunInfo) -> None:
         with self._lock:
-            self._create_run(run, [])
+            self._create_run(CreateRun(run), [])
 
     def get_run(self, run_id: str) -> RunInfo | None:
         run = self._runs.get(run_id)
@@ -76,7 +80,7 @@ class MemoryStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self._lock:
-            self._update_run(run_id, fields, [])
+            self._update_run(UpdateRun(run_id, fields), [])
 
     def claim_run(self, run_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with self._lock:
@@ -91,11 +95,11 @@ class MemoryStore:
 
     def append(self, record: Record) -> None:
         with self._lock:
-            self._append(record, [])
+            self._append(Append(record), [])
 
     def update_record(self, run_id: str, seq: int, **fields: Any) -> None:
         with self._lock:
-            self._update_record(run_id, seq, fields, [])
+            self._update_record(UpdateRecord(run_id, seq, fields), [])
 
     def get_records(self, run_id: str) -> list[Record]:
         recs = self._records.get(run_id, {}).copy()
@@ -114,37 +118,26 @@ class MemoryStore:
 
         Each change checks everything it can refuse before it changes anything, so a refused
         change leaves nothing of itself; what the changes before it did is taken back from
-        ``undo``, a list of plain entries (no closure per change: a call commits twice)."""
+        ``undo``, a list of plain entries (no closure per change: a call commits twice). The
+        changes are applied through a table by type: every step of every call comes here."""
         undo: list[_Undo] = []
+        apply = self._apply
         with self._lock:
             try:
-                n = len(changes)
-                for i, change in enumerate(changes, 1):
-                    # the last change refuses before it changes anything: no undo entry
-                    u = undo if i < n else _NO_UNDO
-                    t = type(change)
-                    if t is Fence:
-                        self._fence(change, u)  # type: ignore[arg-type]
-                    elif t is Append:
-                        self._append(change.record, u)  # type: ignore[union-attr]
-                    elif t is UpdateRecord:
-                        assert isinstance(change, UpdateRecord)
-                        self._update_record(change.run_id, change.seq, change.fields, u,
-                                            change)
-                    elif t is UpdateRun:
-                        assert isinstance(change, UpdateRun)
-                        self._update_run(change.run_id, change.fields, u)
-                    elif t is CreateRun:
-                        assert isinstance(change, CreateRun)
-                        self._create_run(change.run, u)
-                    else:
+                last = len(changes) - 1
+                for i, change in enumerate(changes):
+                    how = apply.get(type(change))
+                    if how is None:
                         raise TypeError(f"not a change of the log: {change!r}")
+                    # the last change refuses before it changes anything: no undo entry
+                    how(change, undo if i < last else _NO_UNDO)
             except BaseException:
                 _take_back(undo)
                 raise
 
     # -- one change each, under the lock; ``undo`` collects how to take it back ---------------
-    def _create_run(self, run: RunInfo, undo: list[_Undo]) -> None:
+    def _create_run(self, change: CreateRun, undo: list[_Undo]) -> None:
+        run = change.run
         if run.run_id in self._runs:
             raise ConflictError(f"run {run.run_id!r} already exists in the log")
         self._runs[run.run_id] = run.copy()
@@ -153,19 +146,21 @@ class MemoryStore:
             self._records[run.run_id] = {}
             undo.append((self._records, run.run_id, None))
 
-    def _update_run(self, run_id: str, fields: Mapping[str, Any], undo: list[_Undo]) -> None:
+    def _update_run(self, change: UpdateRun, undo: list[_Undo]) -> None:
+        fields = change.fields
         if not fields.keys() <= _RUN_FIELDS:
             check_fields("run", fields, RUN_COLUMNS)
-        run = self._runs[run_id]
+        run = self._runs[change.run_id]
         status = fields.get("status")
         if status is not None:
             if type(status) is not RunStatus:
                 fields = {**fields, "status": RunStatus(status)}
                 status = fields["status"]
-            check_run(run_id, run.status, status)
+            check_run(change.run_id, run.status, status)
         _assign(run, fields, undo)
 
-    def _append(self, record: Record, undo: list[_Undo]) -> None:
+    def _append(self, change: Append, undo: list[_Undo]) -> None:
+        record = change.record
         recs = self._records.get(record.run_id)
         if recs is None:
             recs = self._records.setdefault(record.run_id, {})
@@ -176,12 +171,12 @@ class MemoryStore:
         recs[record.seq] = record.copy()
         undo.append((recs, record.seq, None))
 
-    def _update_record(self, run_id: str, seq: int, fields: Mapping[str, Any],
-                       undo: list[_Undo], change: UpdateRecord | None = None) -> None:
+    def _update_record(self, change: UpdateRecord, undo: list[_Undo]) -> None:
+        fields = change.fields
         if not fields.keys() <= _RECORD_FIELDS:
             check_fields("record", fields, RECORD_COLUMNS)
-        rec = self._records[run_id][seq]
-        if change is not None and change.expect is not None and rec.status is not change.expect:
+        rec = self._records[change.run_id][change.seq]
+        if change.expect is not None and rec.status is not change.expect:
             raise status_changed(change, rec.status)
         status = fields.get("status")
         if status is not None:
@@ -239,7 +234,7 @@ _NO_UNDO = _Discard()
 
 def _assign(obj: Any, fields: Mapping[str, Any], undo: list[_Undo]) -> None:
     """Set ``fields`` on ``obj``; ``undo`` learns how to set them back."""
-    if undo is not _NO_UNDO:
+    if type(undo) is list:  # not the last change's (see _Discard)
         undo.append((obj, {k: getattr(obj, k) for k in fields}, None))
     for k, v in fields.items():
         setattr(obj, k, v)

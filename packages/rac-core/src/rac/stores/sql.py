@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rac.errors import ConflictError
+from rac.errors import ConflictError, StoreError
 from rac.lifecycle import (
     COMPENSATION_TRANSITIONS,
     RECORD_TRANSITIONS,
@@ -236,6 +236,13 @@ class Statements:
         self.fence_check = (f"SELECT 1 FROM {runs} WHERE run_id={p} AND owner={p}"
                             f"{d.row_lock}")
         self.run_owner = f"SELECT owner, status FROM {runs} WHERE run_id={p}"
+        # A fence that renews nothing, folded into the write it guards: the condition that
+        # the owner still holds the run (the row held until the commit, as fence_check holds
+        # it), and the append that is made only under it.
+        self.held_by = (f"EXISTS (SELECT 1 FROM {runs} WHERE run_id={p} AND owner={p}"
+                        f"{d.row_lock})")
+        self.append_held = (f"INSERT INTO {records}({rec_cols}) "
+                            f"SELECT {d.params(len(RECORD_COLUMNS))} WHERE {self.held_by}")
         self.record_state = f"SELECT kind, status, tool FROM {records} WHERE run_id={p} AND seq={p}"
         self.append = (f"INSERT INTO {records}({rec_cols}) "
                        f"VALUES ({d.params(len(RECORD_COLUMNS))})")
@@ -253,6 +260,46 @@ class Statements:
 #: A commit of at least this many changes (a batch of recovery's steps) is written with one
 #: ``executemany`` per statement shape (see :meth:`SQLStore._apply_grouped`).
 GROUPED_FROM = 16
+
+
+def fold_fences(changes: Sequence[Change]) -> list[tuple[Change, Fence | None]]:
+    """The statements of a commit, fewer: a fence that renews no lease and is followed by a
+    write of a record of its run (an append, an update with fields) becomes a condition of
+    that write, one statement instead of two (the write's row count says whether the run was
+    held, and the run's row stays held until the commit); a fence that renews no lease of a
+    run already fenced in the same commit is dropped (its row is held already, and in SQLite
+    the whole database is). Each change with the fence folded into it, in order."""
+    out: list[tuple[Change, Fence | None]] = []
+    fenced: set[tuple[str, str]] = set()
+    waiting: Fence | None = None
+    for change in changes:
+        t = type(change)
+        if t is Fence:
+            assert isinstance(change, Fence)
+            if change.lease_until is None and (change.run_id, change.owner) in fenced:
+                continue
+            if waiting is not None:
+                out.append((waiting, None))
+            waiting = None
+            fenced.add((change.run_id, change.owner))
+            if change.lease_until is None:
+                waiting = change
+            else:
+                out.append((change, None))
+            continue
+        if waiting is not None:
+            if (isinstance(change, Append) and change.record.run_id == waiting.run_id) or (
+                    isinstance(change, UpdateRecord) and change.run_id == waiting.run_id
+                    and change.fields):
+                out.append((change, waiting))
+                waiting = None
+                continue
+            out.append((waiting, None))
+            waiting = None
+        out.append((change, None))
+    if waiting is not None:
+        out.append((waiting, None))
+    return out
 
 
 @functools.cache
@@ -324,6 +371,12 @@ class SQLStore(ABC):
         """A write transaction yielding a connection: committed when the block ends, rolled
         back on any exception. ``durable=False``: the commit may skip the flush to disk (it
         survives the process, not necessarily a power cut)."""
+
+    def _write_one(self, durable: bool = True) -> AbstractContextManager[Any]:
+        """A connection for a commit that is one statement, which the database applies
+        atomically on its own: a backend that can send it without ``BEGIN``/``COMMIT``
+        (autocommit) saves two statements (default: :meth:`_write`)."""
+        return self._write(durable)
 
     @abstractmethod
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
@@ -497,10 +550,11 @@ class SQLStore(ABC):
             except Exception:  # noqa: BLE001, S110 - written again one by one, which names it
                 pass
         current: Change | None = None
+        steps = fold_fences(changes)
         try:
-            with self._write(durable) as conn:
-                for current in changes:
-                    self._apply(conn, current)
+            with (self._write_one if len(steps) == 1 else self._write)(durable) as conn:
+                for current, fence in steps:
+                    self._apply(conn, current, fence)
         except Exception as e:
             if self._is_duplicate(e):
                 if type(current) is CreateRun:
@@ -581,14 +635,22 @@ class SQLStore(ABC):
         return (update_statement(self.dialect, "records", tuple(change.fields), where),
                 [*values, change.run_id, change.seq])
 
-    def _apply(self, conn: Any, change: Change) -> None:
+    def _apply(self, conn: Any, change: Change, fence: Fence | None = None) -> None:
+        """Apply one change; ``fence``: the fence folded into it (see :func:`fold_fences`)."""
         t = type(change)
         if t is Append:
             assert isinstance(change, Append)
-            self._execute(conn, self._sql.append, self._append_row(change.record))
+            if fence is None:
+                self._execute(conn, self._sql.append, self._append_row(change.record))
+            elif self._execute(conn, self._sql.append_held, [
+                    *self._append_row(change.record), fence.run_id, fence.owner]
+                    ).rowcount == 0:
+                self._fence(conn, fence)  # raises: the run is not held
+                raise StoreError(f"record {change.record.run_id}#{change.record.seq} was "
+                                 "not written, though its run is held")
         elif t is UpdateRecord:
             assert isinstance(change, UpdateRecord)
-            self._update_record(conn, change)
+            self._update_record(conn, change, fence)
         elif t is UpdateRun:
             assert isinstance(change, UpdateRun)
             self._update_run(conn, change)
@@ -602,7 +664,8 @@ class SQLStore(ABC):
         else:
             raise TypeError(f"not a change of the log: {change!r}")
 
-    def _update_record(self, conn: Any, change: UpdateRecord) -> None:
+    def _update_record(self, conn: Any, change: UpdateRecord, fence: Fence | None = None
+                       ) -> None:
         p = self.dialect.param
         new = change.fields.get("status")
         status = RecordStatus(new) if new is not None else None
@@ -614,9 +677,15 @@ class SQLStore(ABC):
         if change.expect is not None:  # compare-and-set: RAC's own enum value, never user text
             expected = f"status='{RecordStatus(change.expect)}'"
             guard = expected if guard is None else f"{guard} AND {expected}"
+        params = [*values, change.run_id, change.seq]
+        if fence is not None:
+            guard = self._sql.held_by if guard is None else f"{guard} AND {self._sql.held_by}"
+            params += (fence.run_id, fence.owner)
         if self._update(conn, "records", change.fields, f"run_id={p} AND seq={p}", guard,
-                        [*values, change.run_id, change.seq]):
+                        params):
             return
+        if fence is not None:
+            self._fence(conn, fence)  # raises if the run is not held: that refused it
         rows = self._execute(conn, self._sql.record_state,
                              (change.run_id, change.seq)).fetchall()
         if not rows:

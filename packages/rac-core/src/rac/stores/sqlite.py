@@ -192,11 +192,7 @@ class SQLiteStore(SQLStore):
         if self.read_only:
             raise refuse_write(self.path)
         with self._lock:
-            conn = self._conn()
-            wanted = "FULL" if durable else "NORMAL"
-            if self._synchronous != wanted:
-                conn.execute(f"PRAGMA synchronous={wanted}")
-                self._synchronous = wanted
+            conn = self._synced(durable)
             self._retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
                 yield conn
@@ -210,6 +206,28 @@ class SQLiteStore(SQLStore):
                     except sqlite3.Error:
                         pass
                 raise
+
+    def _synced(self, durable: bool) -> sqlite3.Connection:
+        """The connection, set to flush its next commit to disk (``durable``) or not (call
+        under ``_lock``)."""
+        conn = self._conn()
+        wanted = "FULL" if durable else "NORMAL"
+        if self._synchronous != wanted:
+            conn.execute(f"PRAGMA synchronous={wanted}")
+            self._synchronous = wanted
+        return conn
+
+    @contextmanager
+    def _write_one(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """The connection for a commit of one statement, sent without ``BEGIN``/``COMMIT``:
+        SQLite applies a statement atomically and commits it on its own (autocommit), taking
+        the write lock as it begins (waiting for it up to the busy timeout), with the
+        ``synchronous`` setting the commit asks for."""
+        if self.read_only:
+            raise refuse_write(self.path)
+        with self._lock:
+            conn = self._synced(durable)
+            yield conn
 
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
         try:

@@ -14,9 +14,17 @@ next, in a folder of one temporary directory (one disk):
 * ``agent-saga-file``: a ``COMPENSABLE`` tool in a ``saga_scope`` whose write-ahead log is
   agent-saga's ``FileWAL`` on a file (it waits for a flush and ``fsync`` before each
   compensable effect);
+* ``floor-sqlite``: the floor of one flushed commit per step on the same disk: a bare
+  ``INSERT`` of one row per step, autocommitted, in a SQLite file in WAL mode with
+  ``synchronous=FULL`` (one ``fsync`` of the WAL each), nothing else;
 * with ``RAC_BENCH_POSTGRES_URL`` (a database of its own) or ``RAC_TEST_POSTGRES_URL``:
   ``rac-postgres`` (RAC's PostgreSQL log) and ``dbos-postgres`` (DBOS's system database on the
-  same server), each in a schema of its own.
+  same server), each in a schema of its own, and ``floor-postgres``: a bare ``INSERT`` of one
+  row per step, autocommitted (one ``COMMIT`` waiting for the server's WAL flush), on the
+  same server. For each PostgreSQL row, what the server counts per step
+  (``pg_stat_database.xact_commit`` of the database, ``pg_stat_wal.wal_sync``: the WAL
+  flushes of the whole server), from children making ``steps`` steps and none; other sessions
+  on the same server count too, so these are upper bounds.
 
 Figures: microseconds per call (the median of the timed blocks, each ``steps`` calls over
 ``steps``, from rounds run in alternating order of the approaches; the ratios also round by
@@ -49,9 +57,11 @@ from typing import Any
 OUT = Path(__file__).resolve().parents[1] / "results" / "durable_peers.json"
 MARK_START, MARK_END = b"RAC-BENCH-START\n", b"RAC-BENCH-END\n"
 APPROACHES = ("rac-sqlite", "dbos-sqlite-wal", "dbos-sqlite", "agent-saga-file")
+#: The floor rows: one flushed commit of one row per step, nothing else
+FLOORS = ("floor-sqlite",)
 #: Run when a PostgreSQL database is given: RAC's PostgreSQL log beside DBOS's system database
-#: on the same server (a schema of its own each, dropped afterwards).
-PG_APPROACHES = ("rac-postgres", "dbos-postgres")
+#: on the same server (a schema of its own each, dropped afterwards), and the floor there.
+PG_APPROACHES = ("rac-postgres", "dbos-postgres", "floor-postgres")
 
 
 def act(n: int) -> dict[str, Any]:
@@ -206,8 +216,95 @@ def dbos_postgres(base: str) -> tuple[Callable[[int], None], Callable[[], None]]
     return workflow, close
 
 
+def floor_sqlite(folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    conn = sqlite3.connect(folder / "floor.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE steps (n INTEGER PRIMARY KEY, output TEXT)")
+    counter = [0]
+
+    def calls(n: int) -> None:
+        for _ in range(n):
+            counter[0] += 1
+            conn.execute("INSERT INTO steps VALUES (?, ?)", (counter[0], '{"item_id": 1}'))
+
+    return calls, conn.close
+
+
+def floor_postgres(base: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    import uuid
+
+    import psycopg
+
+    schema = f"floor_peers_{uuid.uuid4().hex[:8]}"
+    conn = psycopg.connect(base, autocommit=True)
+    conn.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    conn.execute(f'CREATE TABLE "{schema}".steps (n BIGINT PRIMARY KEY, output TEXT)'.encode())
+    insert = f'INSERT INTO "{schema}".steps VALUES (%s, %s)'.encode()
+    counter = [0]
+
+    def calls(n: int) -> None:
+        for _ in range(n):
+            counter[0] += 1
+            conn.execute(insert, (counter[0], '{"item_id": 1}'))
+
+    def close() -> None:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+        conn.close()
+
+    return calls, close
+
+
+def server_counts(base: str) -> tuple[int, int]:
+    """The database's committed transactions (``pg_stat_database.xact_commit``) and the
+    server's WAL flushes (``pg_stat_wal.wal_sync``) so far, once the server has taken in every
+    ended backend's figures (polled until two reads agree)."""
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        last = (-1, -1)
+        for _ in range(40):
+            time.sleep(0.25)
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            commits = conn.execute("SELECT xact_commit FROM pg_stat_database "
+                                   "WHERE datname = current_database()").fetchone()
+            syncs = conn.execute("SELECT wal_sync FROM pg_stat_wal").fetchone()
+            now = (int(commits[0]) if commits else 0, int(syncs[0]) if syncs else 0)
+            if now == last:
+                return now
+            last = now
+    return last
+
+
+def server_per_call(name: str, steps: int, tmp: Path) -> dict[str, float]:
+    """Commits and WAL flushes on the server per step of ``name``: a child making ``steps``
+    steps and one making none (its start, warm-up and close cancel out), the median of three
+    differences. Other sessions of the server count too: upper bounds."""
+    base = pg_url()
+    assert base is not None
+    folder = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{name}-counted-"))
+
+    def counted(n: int) -> tuple[int, int]:
+        before = server_counts(base)
+        subprocess.run(_child_cmd(name, folder, n, 1, True), check=True, capture_output=True,
+                       timeout=900, cwd=Path(__file__).resolve().parents[2])
+        after = server_counts(base)
+        return after[0] - before[0], after[1] - before[1]
+
+    diffs = []
+    for _ in range(3):
+        (c1, s1), (c0, s0) = counted(steps), counted(0)
+        diffs.append((c1 - c0, s1 - s0))
+    return {"xact_commit_per_call": round(statistics.median(d[0] for d in diffs) / steps, 3),
+            "wal_sync_per_call": round(statistics.median(d[1] for d in diffs) / steps, 3)}
+
+
 def make(name: str, folder: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
     base = pg_url()
+    if name == "floor-postgres" and base:
+        return floor_postgres(base)
+    if name == "floor-sqlite":
+        return floor_sqlite(folder)
     if name == "rac-postgres" and base:
         return rac_postgres(base)
     if name == "dbos-postgres" and base:
@@ -290,7 +387,7 @@ def main(argv: list[str]) -> int:
                                                                          else ""),
         "approaches": {}}
     have_strace = shutil.which("strace") is not None
-    approaches = APPROACHES + (PG_APPROACHES if pg_url() else ())
+    approaches = APPROACHES + FLOORS + (PG_APPROACHES if pg_url() else ())
     if not pg_url():
         results["postgres"] = "skipped: neither RAC_BENCH_POSTGRES_URL nor RAC_TEST_POSTGRES_URL"
     with tempfile.TemporaryDirectory(prefix="rac-peers-") as tmp:
@@ -306,6 +403,7 @@ def main(argv: list[str]) -> int:
                 blocks_of[name] += row["us_per_call_blocks"]
                 rounds_of[name].append(row["us_per_call"])
                 loads[name].append(row["load_average"])
+
         for name in approaches:
             pg = name.endswith("-postgres")
             results["approaches"][name] = {
@@ -315,19 +413,28 @@ def main(argv: list[str]) -> int:
                 "fsyncs_per_call": ("not counted: the server flushes" if pg else
                                     flushes(name, steps, Path(tmp)) if have_strace
                                     else "skipped: strace is not installed")}
+            if pg:
+                results["approaches"][name]["server"] = server_per_call(name, steps, Path(tmp))
     rows = results["approaches"]
     results["ratios"] = {f"rac-sqlite / {name}": round(rows["rac-sqlite"]["us_per_call"]
                                                        / row["us_per_call"], 3)
                          for name, row in rows.items() if name in APPROACHES[1:]}
+    results["ratios"]["rac-sqlite / floor-sqlite"] = round(
+        rows["rac-sqlite"]["us_per_call"] / rows["floor-sqlite"]["us_per_call"], 3)
+    results["ratios"]["floor-sqlite / dbos-sqlite-wal"] = round(
+        rows["floor-sqlite"]["us_per_call"] / rows["dbos-sqlite-wal"]["us_per_call"], 3)
     if "rac-postgres" in rows:
-        results["ratios"]["rac-postgres / dbos-postgres"] = round(
-            rows["rac-postgres"]["us_per_call"] / rows["dbos-postgres"]["us_per_call"], 3)
+        for mine, peer in (("rac-postgres", "dbos-postgres"), ("rac-postgres", "floor-postgres"),
+                           ("floor-postgres", "dbos-postgres")):
+            results["ratios"][f"{mine} / {peer}"] = round(
+                rows[mine]["us_per_call"] / rows[peer]["us_per_call"], 3)
     # the same ratios taken round by round (RAC and the peer timed minutes apart at most),
     # then their median and range: a disk whose flush latency changes from one minute to the
     # next moves both sides of a round alike
-    pairs = [("rac-sqlite", name) for name in APPROACHES[1:]]
+    pairs = [("rac-sqlite", name) for name in (*APPROACHES[1:], *FLOORS)]
     if "rac-postgres" in rows:
-        pairs.append(("rac-postgres", "dbos-postgres"))
+        pairs += [("rac-postgres", "dbos-postgres"), ("rac-postgres", "floor-postgres"),
+                  ("floor-postgres", "dbos-postgres")]
     results["paired_ratios"] = {}
     for mine, peer in pairs:
         each = [a / b for a, b in zip(rounds_of[mine], rounds_of[peer], strict=True)]

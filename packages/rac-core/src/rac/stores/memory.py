@@ -169,7 +169,8 @@ class MemoryStore:
                 f"record {record.run_id}#{record.seq} already exists "
                 f"({recs[record.seq].tool}); refusing to overwrite it")
         recs[record.seq] = record.copy()
-        undo.append((recs, record.seq, None))
+        if undo is not _NO_UNDO:  # (the last change's needs none: no call to make)
+            undo.append((recs, record.seq, None))
 
     def _update_record(self, change: UpdateRecord, undo: list[_Undo]) -> None:
         fields = change.fields

@@ -256,6 +256,29 @@ class PostgresStore(SQLStore):
             except psycopg.Error as e:
                 raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
 
+    @contextmanager
+    def _write_one(self, durable: bool = True) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """The connection for a durable commit of one statement, sent on its own: the
+        connection is in autocommit, so the server runs it as its own transaction and
+        commits it (waiting for the WAL flush), with no ``BEGIN`` and ``COMMIT`` round trips.
+        A commit that need not wait for the flush takes :meth:`_write` (its ``SET LOCAL``)."""
+        if not durable:
+            with self._write(durable) as conn:
+                yield conn
+            return
+        if self.read_only:
+            raise refuse_write(_safe_url(self.url))
+        with self._lock:
+            if self._held:
+                self._flush_held()
+            conn = self._conn()
+            try:
+                yield conn
+            except pg_errors.UniqueViolation:
+                raise
+            except psycopg.Error as e:
+                raise StoreError(f"PostgreSQL log {_safe_url(self.url)}: {e}") from e
+
     def _execute(self, conn: Any, query: str, params: Sequence[Any] = ()) -> Any:
         return conn.execute(query.encode(), list(params))
 

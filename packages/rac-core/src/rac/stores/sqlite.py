@@ -1,7 +1,9 @@
 """The SQLite store: RAC's embedded, durable default.
 
-WAL journal, ``synchronous=FULL``, a busy timeout, every write inside ``BEGIN IMMEDIATE`` and
-rolled back on any exception, and a versioned migrations table (``schema_migrations``). One
+WAL journal, ``synchronous=FULL``, a busy timeout, every write of several statements inside
+``BEGIN IMMEDIATE`` and rolled back on any exception (a commit that is one statement, such as a
+call's intent with its fence folded in, is sent on its own: SQLite applies and commits a
+statement atomically), and a versioned migrations table (``schema_migrations``). One
 connection per store, shared by the store's threads under a lock (SQLite has one writer at a
 time anyway): a framework that runs each turn's tools on fresh threads opens no new file
 handle per turn. A process forked with the store open opens its own connection on first use.

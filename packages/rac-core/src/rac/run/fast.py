@@ -12,8 +12,9 @@ redaction) goes on in the general flow from where it stands.
 
 Why it still exists: ``python -m benchmarks.suites.core_path`` (issue 28's budget: the path
 adapters take at most 0.8x the reference implementation's core path) measured the general flow
-at about 3x the reference and this path at about 1.6x on 2026-12-02 (see
-``docs/performance.md``); it goes once the general flow is within budget. ``RAC_FAST_PATH=0``
+at 1.98x the reference and this path at 1.37x on 2026-12-02 21:16 UTC (2.9x and 1.5x before
+that day's call plans, see ``docs/performance.md``); it goes once the general flow is at least
+as fast as it. ``RAC_FAST_PATH=0``
 (or ``engine.fast_path = False``) turns it off; ``tests/core/test_fast_path.py`` checks that
 both paths write the same records, and ``scripts/test.sh`` runs the whole suite again with it
 off.

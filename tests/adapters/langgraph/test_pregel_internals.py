@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,6 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.config import get_config
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.runtime import get_runtime
+from langgraph.types import Command, interrupt
 
 from rac.testing import TravelWorld
 from rac_langgraph import RACMiddleware, pregel
@@ -119,3 +121,69 @@ def test_missing_internals_are_reported_and_turns_fall_back(
                for r in caplog.records)
     [info] = eng.store.list_runs()
     assert not info.run_id.startswith("lg-")  # the in-process turn, not the durable one
+
+
+class _LoopNames(AgentMiddleware):  # type: ignore[type-arg]
+    """Notes, before each model call, the input checkpoint the running loop names."""
+
+    def __init__(self, named: list[tuple[int, str | None]]) -> None:
+        super().__init__()
+        self.named = named
+
+    def _note(self) -> None:
+        config = get_config()
+        root = pregel.root_checkpoint(config["configurable"])
+        assert root is not None
+        self.named.append((config["metadata"]["langgraph_step"],
+                           pregel.new_input_checkpoint(config, root)))
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._note()
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._note()
+        return await handler(request)
+
+
+@pytest.mark.parametrize(("backend", "use_async"),
+                         [("memory", False), ("memory", True), ("sqlite", False)])
+async def test_the_loop_names_a_new_turns_input_checkpoint_and_only_that(
+        tmp_path: Path, backend: str, use_async: bool) -> None:
+    """At the first node's step of new input the running loop names the invocation's own
+    ``input`` checkpoint, the one the checkpointer saves; at every other step, on a resume
+    (an interrupt answered, ``invoke(None)``) and with ``durability="exit"`` it names none."""
+    conn = sqlite3.connect(tmp_path / "threads.db", check_same_thread=False)
+    saver: Any = InMemorySaver() if backend == "memory" else SqliteSaver(conn)
+    named: list[tuple[int, str | None]] = []
+
+    @tool
+    def ask() -> str:
+        """Ask a person (pauses the turn)."""
+        return str(interrupt("ok?"))
+
+    m = model(turn(call("ask")), say("one"), turn(call("ask")), say("two"), say("three"))
+    agent = create_agent(m, [ask], middleware=[_LoopNames(named)], checkpointer=saver)
+    cfg: Any = {"configurable": {"thread_id": "t-named"}}
+
+    async def run(given: Any, **kw: Any) -> None:
+        if use_async:
+            await agent.ainvoke(given, cfg, **kw)
+        else:
+            agent.invoke(given, cfg, **kw)
+
+    await run({"messages": [("user", "first")]})  # new input, paused at the tool
+    await run(Command(resume="yes"))  # a resume: its model step names nothing
+    await run({"messages": [("user", "second")]}, durability="exit")  # nothing saved yet
+    await run(None)  # a resume again
+    await run({"messages": [("user", "third")]}, durability="sync")
+    inputs = sorted((c.metadata["step"], c.config["configurable"]["checkpoint_id"])
+                    for c in saver.list(cfg) if c.metadata["source"] == "input")
+    conn.close()
+    by_step = dict(inputs)
+    found = [(step, cid) for step, cid in named if cid is not None]
+    # named twice: the first node's step of the two new inputs saved as they ran
+    assert len(found) == 2
+    for step, cid in found:
+        assert by_step[step - 2] == cid  # the input checkpoint two steps before
+    assert len(named) > len(found)

@@ -1,5 +1,7 @@
 """A step whose checkpoint is not saved yet waits for it, at most 30 s, and once per invocation;
-with ``durability="exit"`` (nothing is saved before the invocation ends) it does not wait. On
+with ``durability="exit"`` (nothing is saved before the invocation ends) it does not wait, nor
+when the running loop named the new turn's ``input`` checkpoint at its first node's step (the
+model hook of ``tell_model``, the default), so nothing need be read. On
 virtual time: the wait's clock (``rac_langgraph.runs.SAVE_CLOCK``, real time by default: the
 save it waits for is LangGraph's background thread's) is a VirtualClock here, so the waits are
 counted, not slept."""
@@ -38,10 +40,29 @@ class NeverSaves(InMemorySaver):
         return None
 
 
-def _trip(world: TravelWorld, eng: rac.RAC, saver: Any) -> tuple[Any, lg.ScriptedModel]:
+class CountsReads(InMemorySaver):
+    """An in-memory checkpointer that counts the searches made of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.searches = 0
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        self.searches += 1
+        return super().list(*args, **kwargs)
+
+    async def alist(self, *args: Any, **kwargs: Any) -> Any:
+        self.searches += 1
+        async for c in super().alist(*args, **kwargs):
+            yield c
+
+
+def _trip(world: TravelWorld, eng: rac.RAC, saver: Any, *, tell_model: bool = True
+          ) -> tuple[Any, lg.ScriptedModel]:
     m = lg.model(lg.turn(lg.call("book_flight", **lg.FLIGHT)),
                  lg.turn(lg.call("book_hotel", **lg.HOTEL)), lg.say("Booked."))
-    return create_agent(m, lg.world_tools(world), middleware=[RACMiddleware(rac=eng)],
+    return create_agent(m, lg.world_tools(world),
+                        middleware=[RACMiddleware(rac=eng, tell_model=tell_model)],
                         checkpointer=saver), m
 
 
@@ -53,7 +74,8 @@ async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
     eng = lg.engine()
     start = clock.now()
     for n in (1, 2):  # two turns of one thread, nothing of them ever saved
-        agent, _ = _trip(world, eng, NeverSaves())
+        # no model hook: the first tool step must find its turn in the checkpointer
+        agent, _ = _trip(world, eng, NeverSaves(), tell_model=False)
         config = {"configurable": {"thread_id": "down"}}
         user = {"messages": [("user", f"trip {n}")]}
         if use_async:
@@ -67,6 +89,34 @@ async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
     runs = eng.store.list_runs()
     assert [r.status for r in runs] == [rac.RunStatus.COMPLETED] * 2
     assert [len(eng.store.get_records(r.run_id)) for r in runs] == [2, 2]
+    assert sorted(b["kind"] for b in world.live()) == ["flight", "flight", "hotel", "hotel"]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_new_turn_named_by_the_running_loop_reads_and_waits_for_nothing(
+        use_async: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    world, clock = TravelWorld(), VirtualClock()
+    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
+    eng = lg.engine()
+    start = clock.now()
+    for saver in (NeverSaves(), CountsReads()):
+        agent, _ = _trip(world, eng, saver)
+        config = {"configurable": {"thread_id": f"new-{type(saver).__name__}"}}
+        user = {"messages": [("user", "trip")]}
+        if use_async:
+            await agent.ainvoke(user, config)
+        else:
+            agent.invoke(user, config)
+    assert clock.now() == start  # no save was waited for
+    assert saver.searches == 0  # the first turn of a thread: nothing was read to find it
+    # the turn's run is the one a resume finds from the saved lineage: its input checkpoint's
+    [own] = [c for c in saver.list(config) if c.metadata["source"] == "input"]
+    run_id = rac_langgraph.runs.turn_run_id("new-CountsReads",
+                                            own.config["configurable"]["checkpoint_id"])
+    runs = {r.run_id: r for r in eng.store.list_runs()}
+    assert runs[run_id].status is rac.RunStatus.COMPLETED
+    assert len(eng.store.get_records(run_id)) == 2
+    assert [r.status for r in runs.values()] == [rac.RunStatus.COMPLETED] * 2
     assert sorted(b["kind"] for b in world.live()) == ["flight", "flight", "hotel", "hotel"]
 
 

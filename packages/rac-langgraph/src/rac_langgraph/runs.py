@@ -447,8 +447,10 @@ class TurnRuns(RunRegistry[TurnKey]):
         runs from), or the oldest checkpoint of its lineage when none is.
 
         Every step of one invocation has its anchor, so once it is found for a step this
-        process reads nothing for the others. At the invocation's first step that needs it,
-        the newest saved ``input`` checkpoint older than the step's, if it is the
+        process reads nothing for the others. The first node's step of new input (where a
+        create_agent's model hook runs) is told it by the running loop
+        (:func:`rac_langgraph.pregel.new_input_checkpoint`), with no read. Else, at the
+        invocation's first step that needs it, the newest saved ``input`` checkpoint older than the step's, if it is the
         invocation's own (its step is the one the invocation started at: new input, or a
         thread resumed from its ``input`` checkpoint), one read; else the walk up the saved
         lineage. LangGraph may still be saving the newest checkpoints while a step runs
@@ -465,6 +467,9 @@ class TurnRuns(RunRegistry[TurnKey]):
         hit = self._anchors.get(checkpoint_id) or self._known(checkpoint_id, config)
         if hit is not None:
             return hit
+        own_input = pregel.new_input_checkpoint(config or _NO_CONFIG, checkpoint_id)
+        if own_input is not None:  # named by the running loop: nothing to read
+            return self._remember([checkpoint_id, own_input], own_input, config)
         own = yield from self._find_own_input(thread, checkpoint_id, config)
         if own is not None:
             return own
@@ -714,6 +719,12 @@ class TurnRuns(RunRegistry[TurnKey]):
         _saver, thread, root, resumed = found
         note = None
         came_from: str | None = root
+        if not resumed and root not in self._anchors:
+            # New input's first node: the turn's anchor is the invocation's own input
+            # checkpoint, which the running loop names (its tool steps then read nothing)
+            own = pregel.new_input_checkpoint(config or _NO_CONFIG, root)
+            if own is not None:
+                self._remember([root, own], own, config)
         if resumed and root not in self._anchors \
                 and (yield _Get(_lookup(thread, root))) is None:
             # The invocation's own first checkpoint, not saved yet (or lost): it resumed from

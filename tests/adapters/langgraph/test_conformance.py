@@ -15,14 +15,14 @@ class TestConformance(AdapterConformance):
     def adapter(self) -> ConformanceHarness:
         return ConformanceHarness()
 
-    def test_the_parent_hears_what_its_delegate_undid(  # type: ignore[override]
+    def test_the_delegate_is_rolled_back_in_a_scope_of_its_own(
             self, adapter: ConformanceHarness, engine: rac.RAC, world: TravelWorld) -> None:
-        """Promise 5 as the suite checks it, but for the run's status: LangGraph's agent used
-        as a tool runs in a nested scope of the parent's run (issue 29), so the delegate's
-        failure rolls back the delegate's scope, not the run. Everything the delegate did is
-        undone, in the one run, and the parent's model hears it whatever the delegate's model
-        said; the parent's turn then goes on and ends, and the run is ``completed`` (the suite
-        asks ``compensated``, the status of a run rolled back whole)."""
+        """Promise 5 (the suite's ``test_the_parent_hears_what_its_delegate_undid``) as
+        LangGraph keeps it: the agent used as a tool runs in a nested scope of the parent's
+        run (issue 29), so the delegate's failure rolls back the delegate's scope, not the run.
+        Everything the delegate did is undone, in the one run, and the parent's model hears it
+        whatever the delegate's model said; the parent's turn then goes on and ends, and the
+        run is ``completed``."""
         world.fail("book_car", "permanent", message="no cars")
         flight = ("book_flight", {"passenger": "ann1", "origin": "SFO", "dest": "CDG"})
         car = ("book_car", {"driver": "ann", "city": "Paris"})

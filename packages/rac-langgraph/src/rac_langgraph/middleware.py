@@ -57,8 +57,11 @@ class RACMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             recover`` rolled its turn back tells the model so before its first model call,
             even when the model then makes no tool call (with a checkpointer and LangGraph's
             default ``durability="async"``, the step before a crash may be lost and the model
-            asked again). ``False`` saves create_agent's tracing of that hook, about 50 µs per
-            model call, and reopens that gap (see ``docs/langgraph.md``).
+            asked again). The hook also learns a new turn's run from the running loop, so
+            the turn's first tool call reads nothing of the checkpointer. ``False`` saves
+            create_agent's tracing of that hook, about 50 µs per model call, reopens that gap,
+            and has that tool call search the checkpointer, behind LangGraph's background
+            saves (see ``docs/langgraph.md``).
     """
 
     def __new__(cls, *args: Any, tell_model: bool = True, **kwargs: Any) -> RACMiddleware:

@@ -66,22 +66,31 @@ def _trip(world: TravelWorld, eng: rac.RAC, saver: Any, *, tell_model: bool = Tr
                         checkpointer=saver), m
 
 
+@pytest.fixture
+def on_save_clock(monkeypatch: pytest.MonkeyPatch) -> tuple[TravelWorld, VirtualClock, rac.RAC]:
+    """A world, the virtual clock the adapter's wait for a save runs on, and an engine."""
+    clock = VirtualClock()
+    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
+    return TravelWorld(), clock, lg.engine()
+
+
+async def _invoke(agent: Any, user: Any, config: Any, use_async: bool) -> None:
+    if use_async:
+        await agent.ainvoke(user, config)
+    else:
+        agent.invoke(user, config)
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
-        use_async: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    world, clock = TravelWorld(), VirtualClock()
-    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
-    eng = lg.engine()
+        use_async: bool, on_save_clock: tuple[TravelWorld, VirtualClock, rac.RAC]) -> None:
+    world, clock, eng = on_save_clock
     start = clock.now()
     for n in (1, 2):  # two turns of one thread, nothing of them ever saved
         # no model hook: the first tool step must find its turn in the checkpointer
         agent, _ = _trip(world, eng, NeverSaves(), tell_model=False)
         config = {"configurable": {"thread_id": "down"}}
-        user = {"messages": [("user", f"trip {n}")]}
-        if use_async:
-            await agent.ainvoke(user, config)
-        else:
-            agent.invoke(user, config)
+        await _invoke(agent, {"messages": [("user", f"trip {n}")]}, config, use_async)
         waited = clock.now() - start
         # the first tool step waited the whole 30 s; the second knew its invocation's turn
         assert n * _SAVE_WAIT <= waited < n * _SAVE_WAIT + 1.0, waited
@@ -94,19 +103,13 @@ async def test_a_checkpoint_never_saved_is_waited_for_once_per_invocation(
 
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_new_turn_named_by_the_running_loop_reads_and_waits_for_nothing(
-        use_async: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    world, clock = TravelWorld(), VirtualClock()
-    monkeypatch.setattr(rac_langgraph.runs, "SAVE_CLOCK", clock)
-    eng = lg.engine()
+        use_async: bool, on_save_clock: tuple[TravelWorld, VirtualClock, rac.RAC]) -> None:
+    world, clock, eng = on_save_clock
     start = clock.now()
     for saver in (NeverSaves(), CountsReads()):
         agent, _ = _trip(world, eng, saver)
         config = {"configurable": {"thread_id": f"new-{type(saver).__name__}"}}
-        user = {"messages": [("user", "trip")]}
-        if use_async:
-            await agent.ainvoke(user, config)
-        else:
-            agent.invoke(user, config)
+        await _invoke(agent, {"messages": [("user", "trip")]}, config, use_async)
     assert clock.now() == start  # no save was waited for
     assert saver.searches == 0  # the first turn of a thread: nothing was read to find it
     # the turn's run is the one a resume finds from the saved lineage: its input checkpoint's
